@@ -1,0 +1,99 @@
+#!/usr/bin/env node
+/**
+ * `service-api`: the command line. Parses argv with cac, picks the command, calls the library and
+ * prints through the formatter. This is the only place that touches exit statuses.
+ */
+import process from "node:process";
+import { cac } from "cac";
+import type { ApikeyFlags } from "./lib/apikey.ts";
+import { ServiceError } from "./lib/errors.ts";
+import { formatError, type Output } from "./lib/format.ts";
+import { createLogger } from "./lib/log.ts";
+import { VERSION } from "./lib/version.ts";
+
+const STRING_FLAGS = ["name", "description", "roles", "permissions", "store"] as const;
+
+/**
+ * cac (through mri) turns numeric-looking values into numbers, so `--name 007` would arrive as 7.
+ * Take such values back from argv as typed. Repeating a flag is an error rather than a silent pick.
+ */
+function stringFlags(options: Record<string, unknown>, argv: string[]): void {
+  for (const flag of STRING_FLAGS) {
+    const value = options[flag];
+    if (value === undefined || typeof value === "string") continue;
+    if (Array.isArray(value)) throw new ServiceError("USAGE", `--${flag} was given more than once`);
+    if (value === true || value === false) throw new ServiceError("USAGE", `--${flag} needs a value`);
+    const at = argv.findLastIndex((arg) => arg === `--${flag}` || arg.startsWith(`--${flag}=`));
+    options[flag] = argv[at].startsWith(`--${flag}=`) ? argv[at].slice(flag.length + 3) : argv[at + 1];
+  }
+}
+
+async function main(argv: string[]): Promise<Output> {
+  const logger = createLogger();
+  const cli = cac("service-api");
+  let action: (() => Promise<Output>) | undefined;
+
+  cli.option("--store <spec>", "Key store: fs:<dir>, memory: or redis://host:port/db (env SERVICE_API_STORE)");
+
+  cli
+    .command("apikey", "Create, delete or list API keys")
+    .option("--create", "Create a key")
+    .option("--delete", "Delete a key (interactive without --name)")
+    .option("--list", "List keys (never their secrets)")
+    .option("--name <name>", "Key name: letters, digits and spaces")
+    .option("--description <desc>", "Free-text description")
+    .option("--roles <roles>", "Comma-separated roles: ADMIN, CONNECT, VIEWER, GUEST")
+    .option("--permissions <perms>", "Comma-separated RESOURCE:ACTION pairs, e.g. DOCKER:READ_ANY")
+    .option("--overwrite", "Replace an existing key of the same name (new id and secret)")
+    .option("--json", "Print the result as one JSON object")
+    .example("service-api apikey --create --name \"deploy key\" --roles ADMIN --json")
+    .example("service-api apikey --delete --name \"deploy key\"")
+    .action((options: ApikeyFlags & { store?: string }) => {
+      action = async () => {
+        const [{ runApikey }, { openKeyStore, parseStoreSpec }] = await Promise.all([
+          import("./lib/apikey.ts"),
+          import("./lib/config.ts"),
+        ]);
+        const store = await openKeyStore(parseStoreSpec(options.store), (m) => logger.debug(m));
+        try {
+          const interactive = Boolean(process.stdin.isTTY && process.stdout.isTTY);
+          return await runApikey(options, store, { interactive });
+        } finally {
+          await store.close();
+        }
+      };
+    });
+
+  cli.help();
+  cli.version(VERSION);
+
+  const parsed = cli.parse(["node", "service-api", ...argv], { run: false });
+  if (parsed.options.help || parsed.options.version) return { exitCode: 0 };
+  if (!cli.matchedCommand) {
+    const unknown = parsed.args[0];
+    throw new ServiceError("USAGE", unknown ? `Unknown command '${unknown}'. Run 'service-api --help'.` : "Missing command. Run 'service-api --help'.");
+  }
+  stringFlags(parsed.options, argv);
+  await cli.runMatchedCommand();
+  if (!action) throw new ServiceError("USAGE", "Nothing to do. Run 'service-api --help'.");
+  return await action();
+}
+
+const argv = process.argv.slice(2);
+const asJson = argv.includes("--json");
+let output: Output;
+try {
+  output = await main(argv);
+} catch (error) {
+  // cac reports bad usage (unknown flag, missing value) with its own error class.
+  const usage = error instanceof Error && error.name === "CACError"
+    ? new ServiceError("USAGE", `${error.message}. Run 'service-api --help'.`)
+    : error;
+  output = formatError(usage, asJson);
+  if (!(usage instanceof ServiceError) && /^(debug|trace)$/i.test(process.env.LOG_LEVEL ?? "")) {
+    process.stderr.write(`${(error as Error)?.stack ?? error}\n`);
+  }
+}
+if (output.stdout) process.stdout.write(output.stdout);
+if (output.notice) process.stderr.write(output.notice + "\n");
+process.exitCode = output.exitCode;

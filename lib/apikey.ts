@@ -1,0 +1,76 @@
+/**
+ * The `apikey` command's flow, independent of argv parsing and of where output goes: pick the mode,
+ * validate, call the store (local or remote), and return what to print.
+ */
+import { ServiceError } from "./errors.ts";
+import { formatCreated, formatDeleted, formatList, formatNothingDeleted, type Output } from "./format.ts";
+import { NameSchema, parseCreateInput, parseInput } from "./input.ts";
+import type { KeyStore } from "./store.ts";
+
+/** The flags of `service-api apikey`, as strings after parsing. */
+export interface ApikeyFlags {
+  create?: boolean;
+  delete?: boolean;
+  list?: boolean;
+  name?: string;
+  description?: string;
+  roles?: string;
+  permissions?: string;
+  overwrite?: boolean;
+  json?: boolean;
+}
+
+/** What the command needs of a store: the local store and the remote (GraphQL) one both provide it. */
+export type KeyBackend = Pick<KeyStore, "create" | "deleteByName" | "list" | "isEmpty" | "getByName">;
+
+export interface ApikeyContext {
+  /** True when a person can answer prompts (stdin and stdout are terminals). */
+  interactive: boolean;
+}
+
+function missing(what: string, flags: string): ServiceError {
+  return new ServiceError(
+    "USAGE",
+    `Missing ${what}: stdin is not a terminal, so the command cannot ask for it. Pass ${flags}.`,
+  );
+}
+
+/**
+ * Runs `service-api apikey` with parsed flags.
+ * @example await runApikey({ create: true, name: "ci", roles: "ADMIN", json: true }, store, { interactive: false })
+ */
+export async function runApikey(flags: ApikeyFlags, store: KeyBackend, context: ApikeyContext): Promise<Output> {
+  const modes = (["create", "delete", "list"] as const).filter((mode) => flags[mode]);
+  if (modes.length !== 1) {
+    throw new ServiceError(
+      "USAGE",
+      modes.length === 0
+        ? "Choose what to do: --create, --delete or --list"
+        : `Choose one of --create, --delete and --list, not ${modes.map((m) => `--${m}`).join(" and ")}`,
+    );
+  }
+  const asJson = Boolean(flags.json);
+
+  if (flags.list) return formatList(await store.list(), asJson);
+
+  if (flags.create) {
+    if (flags.name === undefined) {
+      if (!context.interactive) throw missing("--name", "--name <name> and --roles <roles> or --permissions <RESOURCE:ACTION,...>");
+      const { interactiveCreate } = await import("./prompts.ts");
+      return interactiveCreate(flags, store);
+    }
+    const input = parseCreateInput(flags);
+    const created = await store.create(input, { overwrite: Boolean(flags.overwrite) });
+    return formatCreated(created, asJson);
+  }
+
+  if (flags.name === undefined) {
+    if (!context.interactive) throw missing("--name", "--name <name>");
+    const { interactiveDelete } = await import("./prompts.ts");
+    return interactiveDelete(flags, store);
+  }
+  const name = parseInput(NameSchema, flags.name);
+  const deleted = await store.deleteByName(name);
+  if (deleted) return formatDeleted([deleted], asJson);
+  return formatNothingDeleted(name, await store.isEmpty(), asJson);
+}

@@ -1,0 +1,73 @@
+/**
+ * Where keys live, resolved the same way by the CLI and the server so the two agree by default:
+ * `--store`, else `SERVICE_API_STORE`, else `${XDG_CONFIG_HOME:-~/.config}/service-api/keys`.
+ *
+ *   fs:<dir> or a path   a directory on this host (default)
+ *   memory:              this process only (tests, experiments)
+ *   redis://host:port/db several hosts sharing one set of keys
+ */
+import process from "node:process";
+import { homedir } from "node:os";
+import { join, resolve } from "node:path";
+import { ServiceError } from "./errors.ts";
+import { createKeyStore, type KeyStore } from "./store.ts";
+
+export type StoreSpec =
+  | { kind: "fs"; dir: string }
+  | { kind: "memory" }
+  | { kind: "redis"; url: string };
+
+type Env = Record<string, string | undefined>;
+
+/** The default store directory. */
+export function defaultStoreDir(env: Env = process.env): string {
+  const config = env.XDG_CONFIG_HOME || join(env.HOME || homedir(), ".config");
+  return join(config, "service-api", "keys");
+}
+
+/**
+ * Reads a store description.
+ * @example parseStoreSpec("fs:/var/lib/keys") // { kind: "fs", dir: "/var/lib/keys" }
+ */
+export function parseStoreSpec(value: string | undefined, env: Env = process.env): StoreSpec {
+  const spec = value?.trim() || env.SERVICE_API_STORE?.trim() || "";
+  if (!spec) return { kind: "fs", dir: defaultStoreDir(env) };
+  if (spec === "memory:" || spec === "memory") return { kind: "memory" };
+  if (/^rediss?:\/\//i.test(spec)) return { kind: "redis", url: spec };
+  if (spec.startsWith("fs:")) {
+    if (!spec.slice(3)) throw new ServiceError("USAGE", "Store 'fs:' needs a directory, for example fs:/var/lib/service-api");
+    return { kind: "fs", dir: resolve(spec.slice(3)) };
+  }
+  if (/^[a-z][a-z0-9+.-]*:/i.test(spec) && !/^[a-z]:[\\/]/i.test(spec)) {
+    throw new ServiceError(
+      "USAGE",
+      `Unknown store '${spec.split(":")[0]}:'. Use fs:<dir>, memory: or redis://host:port/db`,
+    );
+  }
+  return { kind: "fs", dir: resolve(spec) };
+}
+
+/** Describes a store for logs, without credentials. */
+export function describeStore(spec: StoreSpec): string {
+  if (spec.kind === "fs") return `fs:${spec.dir}`;
+  if (spec.kind === "memory") return "memory:";
+  return spec.url.replace(/\/\/[^@/]*@/, "//***@");
+}
+
+/**
+ * Opens the key store a spec describes. Drivers load lazily, so a command pays only for the one it uses.
+ * @example const store = await openKeyStore(parseStoreSpec("memory:"));
+ */
+export async function openKeyStore(spec: StoreSpec, debug?: (message: string) => void): Promise<KeyStore> {
+  debug?.(`store: ${describeStore(spec)}`);
+  const { createStorage } = await import("unstorage");
+  if (spec.kind === "memory") return createKeyStore({ debug });
+  if (spec.kind === "fs") {
+    const { fsDriver } = await import("./drivers/fs.ts");
+    const driver = fsDriver({ base: spec.dir });
+    return createKeyStore({ storage: createStorage({ driver }), atomic: driver.atomic, debug });
+  }
+  const { openRedisBackend } = await import("./drivers/redis.ts");
+  const backend = await openRedisBackend(spec.url);
+  return createKeyStore({ ...backend, debug });
+}

@@ -1,0 +1,177 @@
+/**
+ * An unstorage driver for a directory, written for a store of credentials: every write goes to a
+ * temporary file that is fsynced and renamed into place (a process killed mid-write leaves the old
+ * value or the new one, never half of one), files are mode 0600 in 0700 directories, and the
+ * atomic index operations use link(2) and rename(2), which the file system performs atomically even
+ * between processes. unstorage's own fs drivers write in place, which is why this one exists.
+ */
+import { constants, promises as fsp } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { defineDriver, type Driver } from "unstorage";
+import type { AtomicIndex } from "../store.ts";
+
+const TMP = ".tmp";
+
+export interface FsDriverOptions {
+  /** Directory holding the store; created with mode 0700 when missing. */
+  base: string;
+}
+
+function isCode(error: unknown, ...codes: string[]): boolean {
+  return codes.includes((error as { code?: string })?.code ?? "");
+}
+
+/** The driver plus the atomic index operations over the same directory. */
+export type FsDriver = Driver & { atomic: AtomicIndex };
+
+export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((options: FsDriverOptions) => {
+  const base = resolve(options.base);
+
+  const pathOf = (key: string): string => {
+    const segments = key.split(":").filter(Boolean);
+    if (segments.some((s) => s === "." || s === ".." || s.endsWith(TMP))) {
+      throw new Error(`Invalid storage key: ${key}`);
+    }
+    return join(base, ...segments);
+  };
+
+  const syncDir = async (dir: string) => {
+    const handle = await fsp.open(dir, constants.O_RDONLY);
+    try {
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+  };
+
+  /** Writes `value` durably to a fresh temporary file beside `path` and returns its name. */
+  const writeTemp = async (path: string, value: string): Promise<string> => {
+    await fsp.mkdir(dirname(path), { recursive: true, mode: 0o700 });
+    const tmp = `${path}.${crypto.randomUUID()}${TMP}`;
+    const handle = await fsp.open(tmp, "wx", 0o600);
+    try {
+      await handle.writeFile(value, "utf8");
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    return tmp;
+  };
+
+  const read = async (path: string): Promise<string | null> => {
+    try {
+      return await fsp.readFile(path, "utf8");
+    } catch (error) {
+      if (isCode(error, "ENOENT", "ENOTDIR")) return null;
+      throw error;
+    }
+  };
+
+  const write = async (path: string, value: string) => {
+    const tmp = await writeTemp(path, value);
+    try {
+      await fsp.rename(tmp, path);
+    } catch (error) {
+      await fsp.rm(tmp, { force: true });
+      throw error;
+    }
+    await syncDir(dirname(path));
+  };
+
+  const remove = async (path: string) => {
+    try {
+      await fsp.unlink(path);
+      await syncDir(dirname(path));
+    } catch (error) {
+      if (!isCode(error, "ENOENT", "ENOTDIR")) throw error;
+    }
+  };
+
+  const walk = async (dir: string, prefix: string, out: string[]) => {
+    let entries;
+    try {
+      entries = await fsp.readdir(dir, { withFileTypes: true });
+    } catch (error) {
+      if (isCode(error, "ENOENT", "ENOTDIR")) return;
+      throw error;
+    }
+    for (const entry of entries) {
+      if (entry.name.endsWith(TMP)) continue;
+      const key = prefix ? `${prefix}:${entry.name}` : entry.name;
+      if (entry.isDirectory()) await walk(join(dir, entry.name), key, out);
+      else out.push(key);
+    }
+  };
+
+  const atomic: AtomicIndex = {
+    async claim(key, value) {
+      const path = pathOf(key);
+      const tmp = await writeTemp(path, value);
+      try {
+        await fsp.link(tmp, path);
+      } catch (error) {
+        if (isCode(error, "EEXIST")) return false;
+        throw error;
+      } finally {
+        await fsp.rm(tmp, { force: true });
+      }
+      await syncDir(dirname(path));
+      return true;
+    },
+    async swap(key, value) {
+      const path = pathOf(key);
+      const previous = await read(path);
+      await write(path, value);
+      return previous;
+    },
+    async take(key) {
+      const path = pathOf(key);
+      // Renaming first makes the removal atomic: of two concurrent takers exactly one gets the value.
+      const taken = `${path}.${crypto.randomUUID()}${TMP}`;
+      try {
+        await fsp.rename(path, taken);
+      } catch (error) {
+        if (isCode(error, "ENOENT", "ENOTDIR")) return null;
+        throw error;
+      }
+      const value = await read(taken);
+      await fsp.rm(taken, { force: true });
+      await syncDir(dirname(path));
+      return value;
+    },
+    async hasAny(prefix) {
+      let dir;
+      try {
+        dir = await fsp.opendir(pathOf(prefix));
+      } catch (error) {
+        if (isCode(error, "ENOENT", "ENOTDIR")) return false;
+        throw error;
+      }
+      try {
+        for await (const entry of dir) if (!entry.name.endsWith(TMP)) return true;
+        return false;
+      } finally {
+        await dir.close().catch(() => {});
+      }
+    },
+  };
+
+  return {
+    name: "service-api-fs",
+    options,
+    atomic,
+    hasItem: async (key) => (await read(pathOf(key))) !== null,
+    getItem: (key) => read(pathOf(key)),
+    setItem: (key, value) => write(pathOf(key), value),
+    removeItem: (key) => remove(pathOf(key)),
+    getKeys: async (prefix) => {
+      const out: string[] = [];
+      const start = prefix ? pathOf(prefix) : base;
+      await walk(start, prefix.split(":").filter(Boolean).join(":"), out);
+      return out;
+    },
+    clear: async (prefix) => {
+      await fsp.rm(prefix ? pathOf(prefix) : base, { recursive: true, force: true });
+    },
+  } as FsDriver;
+}) as (options: FsDriverOptions) => FsDriver;

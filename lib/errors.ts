@@ -1,0 +1,38 @@
+/** Error codes, with the process exit status and HTTP status each maps to. */
+export const ERROR_CODES = {
+  INVALID_INPUT: { exit: 2, http: 400 },
+  USAGE: { exit: 2, http: 400 },
+  NAME_TAKEN: { exit: 1, http: 409 },
+  NOT_FOUND: { exit: 1, http: 404 },
+  NO_KEYS: { exit: 1, http: 404 },
+  STORE_UNAVAILABLE: { exit: 1, http: 503 },
+  UNAUTHENTICATED: { exit: 1, http: 401 },
+  FORBIDDEN: { exit: 1, http: 403 },
+  CANCELLED: { exit: 130, http: 400 },
+  INTERNAL: { exit: 1, http: 500 },
+} as const;
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+/**
+ * The one error class of the toolkit. `code` is stable and machine-readable; `message` says what
+ * failed and how to fix it, and never contains a secret.
+ *
+ * @example
+ * throw new ServiceError("NAME_TAKEN", "API key with name 'ci' already exists. Use --overwrite to replace it.");
+ */
+export class ServiceError extends Error {
+  readonly code: ErrorCode;
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "ServiceError";
+    this.code = code;
+  }
+  /** Process exit status for this error. */
+  get exitCode(): number {
+    return ERROR_CODES[this.code].exit;
+  }
+  /** HTTP status for this error. */
+  get status(): number {
+    return ERROR_CODES[this.code].http;
+  }
+}

@@ -1,0 +1,82 @@
+/**
+ * Every result and error of the `apikey` command as plain text or JSON. Functions here only build
+ * strings; the CLI decides where they go (stdout for data, stderr for people).
+ */
+import type { ApiKeyInfo, CreatedKey } from "./model.ts";
+import { ServiceError } from "./errors.ts";
+import { permissionPairs } from "./input.ts";
+
+/** What a command prints: `stdout` is data, `notice` is a line for people (stderr), and the exit status. */
+export interface Output {
+  stdout?: string;
+  notice?: string;
+  exitCode: number;
+}
+
+const json = (value: unknown) => JSON.stringify(value) + "\n";
+
+export const NO_KEYS_MESSAGE = "No API keys found to delete";
+export const notFoundMessage = (name: string) => `No API key found with name: ${name}`;
+
+/** Create: JSON `{key, name, id}`; plain: the secret alone on stdout, a summary for people. */
+export function formatCreated(created: CreatedKey, asJson: boolean, replaced = false): Output {
+  if (asJson) return { stdout: json({ key: created.key, name: created.name, id: created.id }), exitCode: 0 };
+  return {
+    stdout: created.key + "\n",
+    notice: `${replaced ? "Replaced" : "Created"} API key '${created.name}' (id ${created.id}). ` +
+      "Store the key now: it is not shown again.",
+    exitCode: 0,
+  };
+}
+
+/** Delete success: `{deleted, keys:[{id,name}]}` or "Successfully deleted N API key(s)". */
+export function formatDeleted(keys: ApiKeyInfo[], asJson: boolean): Output {
+  if (asJson) {
+    return { stdout: json({ deleted: keys.length, keys: keys.map(({ id, name }) => ({ id, name })) }), exitCode: 0 };
+  }
+  return { stdout: `Successfully deleted ${keys.length} API key${keys.length === 1 ? "" : "s"}\n`, exitCode: 0 };
+}
+
+/**
+ * Delete found nothing. With an empty store: `{deleted:0, message}`; when keys exist but none has
+ * the name: `{deleted:0, error}` naming it. Both exit 1.
+ */
+export function formatNothingDeleted(name: string | undefined, storeEmpty: boolean, asJson: boolean): Output {
+  const code = storeEmpty ? "NO_KEYS" : "NOT_FOUND";
+  if (asJson) {
+    const body = storeEmpty || name === undefined
+      ? { deleted: 0, message: NO_KEYS_MESSAGE, code }
+      : { deleted: 0, error: notFoundMessage(name), code };
+    return { stdout: json(body), exitCode: 1 };
+  }
+  return { notice: storeEmpty || name === undefined ? NO_KEYS_MESSAGE : notFoundMessage(name), exitCode: 1 };
+}
+
+/** List: `{keys:[...]}` or an aligned table; never a secret (the store has none). */
+export function formatList(keys: ApiKeyInfo[], asJson: boolean): Output {
+  if (asJson) return { stdout: json({ keys }), exitCode: 0 };
+  if (keys.length === 0) return { notice: "No API keys stored", exitCode: 0 };
+  const rows = [
+    ["NAME", "ID", "ROLES", "PERMISSIONS", "CREATED", "DESCRIPTION"],
+    ...keys.map((k) => [
+      k.name,
+      k.id,
+      k.roles.join(",") || "-",
+      permissionPairs(k.permissions).join(",") || "-",
+      k.createdAt,
+      k.description ?? "",
+    ]),
+  ];
+  const widths = rows[0].map((_, col) => Math.max(...rows.map((row) => [...row[col]].length)));
+  const lines = rows.map((row) => row.map((cell, col) => cell + " ".repeat(widths[col] - [...cell].length)).join("  ").trimEnd());
+  return { stdout: lines.join("\n") + "\n", exitCode: 0 };
+}
+
+/** Any failure: JSON `{error, code}` on stdout, or a one-line message for people. */
+export function formatError(error: unknown, asJson: boolean): Output {
+  const known = error instanceof ServiceError
+    ? error
+    : new ServiceError("INTERNAL", `Unexpected error: ${error instanceof Error ? error.message : String(error)}`);
+  if (asJson) return { stdout: json({ error: known.message, code: known.code }), exitCode: known.exitCode };
+  return { notice: `Error: ${known.message}`, exitCode: known.exitCode };
+}

@@ -1,0 +1,151 @@
+/**
+ * Validation of everything a person or a client types: one set of valibot schemas serves the CLI
+ * flags, the interactive prompts and the GraphQL inputs, so all three accept exactly the same things.
+ */
+import * as v from "valibot";
+import { ACTIONS, type CreateKeyInput, type Permission, RESOURCES, type Resource, type Role, ROLES } from "./model.ts";
+import { ServiceError } from "./errors.ts";
+
+export const NAME_MAX = 100;
+export const DESCRIPTION_MAX = 1000;
+
+export const NAME_RULE =
+  "API key name must contain only letters, numbers, and spaces (Unicode letters are supported)";
+export const NEED_ROLE_OR_PERMISSION = "Please add at least one role or permission to the key.";
+
+const NAME_CHARS = /^[\p{L}\p{N} ]+$/u;
+// C0/C1 controls and bidirectional overrides would let a description rewrite the terminal or a log line.
+const UNSAFE_TEXT = /[\p{Cc}\u202A-\u202E\u2066-\u2069]/u;
+
+/** A key name: trimmed, NFC-normalized, letters (any script), digits and spaces, 1 to 100 characters. */
+export const NameSchema = v.pipe(
+  v.optional(v.string("API key name must be a string"), ""),
+  v.trim(),
+  v.normalize("NFC"),
+  v.nonEmpty("API key name is required"),
+  v.check((s) => [...s].length <= NAME_MAX, `API key name must be at most ${NAME_MAX} characters`),
+  v.regex(NAME_CHARS, NAME_RULE),
+);
+
+/** An optional free-text description, at most 1,000 characters; blank means none. */
+export const DescriptionSchema = v.pipe(
+  v.optional(v.string("Description must be a string"), ""),
+  v.trim(),
+  v.check((s) => [...s].length <= DESCRIPTION_MAX, `Description must be at most ${DESCRIPTION_MAX} characters`),
+  v.check((s) => !UNSAFE_TEXT.test(s), "Description must not contain control or bidirectional-override characters"),
+  v.transform((s) => s || undefined),
+);
+
+/** Splits `"a, b,,c"` or `["a", "b,c"]` into trimmed, upper-cased, non-blank items. */
+function toItems(input: string | string[]): string[] {
+  const parts = (Array.isArray(input) ? input : [input]).flatMap((s) => s.split(","));
+  return parts.map((s) => s.trim().toUpperCase()).filter(Boolean);
+}
+
+const listInput = v.optional(v.union([v.string(), v.array(v.string())], "Expected a comma-separated list"), []);
+const show = (value: unknown) => JSON.stringify(String(value));
+
+/** Roles, comma-separated or as a list, case-insensitive; unknown roles are errors naming the valid ones. */
+export const RolesSchema = v.pipe(
+  listInput,
+  v.transform(toItems),
+  v.array(v.picklist(ROLES, (issue) => `Unknown role ${show(issue.input)}. Valid roles: ${ROLES.join(", ")}`)),
+  v.transform((roles): Role[] => ROLES.filter((role) => roles.includes(role))),
+);
+
+/** Checks one `RESOURCE:ACTION` pair; returns its canonical form or a message saying what is wrong. */
+function checkPair(resource: string, action: string | undefined, raw: string): string | { message: string } {
+  if (!resource || !action) {
+    return { message: `Invalid permission ${show(raw)}: expected RESOURCE:ACTION, for example DOCKER:READ_ANY` };
+  }
+  if (!(RESOURCES as readonly string[]).includes(resource)) {
+    return { message: `Unknown permission resource ${show(resource)}. Valid resources: ${RESOURCES.join(", ")}` };
+  }
+  if (!(ACTIONS as readonly string[]).includes(action)) {
+    return { message: `Unknown permission action ${show(action)}. Valid actions: ${ACTIONS.join(", ")}` };
+  }
+  return `${resource}:${action}`;
+}
+
+const PermissionObject = v.object({ resource: v.string(), actions: v.array(v.string()) });
+
+/** Turns every accepted permission shape into a flat list of `RESOURCE:ACTION` pairs, or an issue. */
+const toPairs = v.rawTransform<(string | v.InferOutput<typeof PermissionObject>)[] | string, string[]>(
+  ({ dataset, addIssue, NEVER }) => {
+    const pairs: string[] = [];
+    const items = Array.isArray(dataset.value) ? dataset.value : [dataset.value];
+    for (const item of items) {
+      const checked = typeof item === "string"
+        ? toItems(item).map((raw) => {
+          const [resource, action, ...rest] = raw.split(":").map((s) => s.trim());
+          return checkPair(resource, rest.length ? undefined : action, raw);
+        })
+        : item.actions.map((a) => checkPair(item.resource.toUpperCase(), a.toUpperCase(), `${item.resource}:${a}`));
+      for (const result of checked) {
+        if (typeof result !== "string") return (addIssue(result), NEVER);
+        pairs.push(result);
+      }
+    }
+    return pairs;
+  },
+);
+
+/** Groups `RESOURCE:ACTION` pairs by resource, both in enumeration order, without duplicates. */
+export function groupPermissions(pairs: Iterable<string>): Permission[] {
+  const wanted = new Set(pairs);
+  return RESOURCES.flatMap((resource): Permission[] => {
+    const actions = ACTIONS.filter((action) => wanted.has(`${resource}:${action}`));
+    return actions.length ? [{ resource, actions }] : [];
+  });
+}
+
+/** Flattens permissions into `RESOURCE:ACTION` pairs. */
+export function permissionPairs(permissions: readonly Permission[]): string[] {
+  return permissions.flatMap((p) => p.actions.map((a) => `${p.resource}:${a}`));
+}
+
+/**
+ * Permissions as `"RESOURCE:ACTION,..."`, a list of such strings, or a list of `{ resource, actions }`
+ * (the GraphQL shape); case-insensitive. The result is grouped by resource.
+ */
+export const PermissionsSchema = v.pipe(
+  v.optional(v.union([v.string(), v.array(v.union([v.string(), PermissionObject]))], "Permissions must be RESOURCE:ACTION pairs"), []),
+  toPairs,
+  v.transform((pairs: string[]) => groupPermissions(pairs)),
+);
+
+/** Everything needed to create a key; at least one role or permission. */
+export const CreateKeySchema = v.pipe(
+  v.object({
+    name: NameSchema,
+    description: DescriptionSchema,
+    roles: RolesSchema,
+    permissions: PermissionsSchema,
+  }),
+  v.check((input) => input.roles.length + input.permissions.length > 0, NEED_ROLE_OR_PERMISSION),
+);
+
+/**
+ * Validates with a schema and returns the typed output, or throws one `ServiceError("INVALID_INPUT")`
+ * whose message is the first problem found, stated for a person.
+ *
+ * @example
+ * const name = parseInput(NameSchema, "deploy key"); // "deploy key"
+ */
+export function parseInput<const S extends v.GenericSchema>(schema: S, input: unknown): v.InferOutput<S> {
+  const result = v.safeParse(schema, input, { abortEarly: true });
+  if (result.success) return result.output;
+  throw new ServiceError("INVALID_INPUT", result.issues[0].message);
+}
+
+/** Validates a create request. @example parseCreateInput({ name: "ci", roles: "admin" }) */
+export function parseCreateInput(input: {
+  name?: unknown;
+  description?: unknown;
+  roles?: unknown;
+  permissions?: unknown;
+}): CreateKeyInput {
+  return parseInput(CreateKeySchema, input) as CreateKeyInput;
+}
+
+export type { Resource };

@@ -1,0 +1,65 @@
+/**
+ * API key secrets: `sapi_` + 43 base62 characters (256 bits from `crypto.getRandomValues`) + a
+ * 6-character base62 CRC-32 of those characters. The prefix lets secret scanners find leaked keys;
+ * the checksum lets a server reject a mistyped or forged key without touching the store.
+ * Only the SHA-256 of a secret is ever stored.
+ */
+
+export const SECRET_PREFIX = "sapi_";
+const ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+const BODY_LENGTH = 43; // 43 * log2(62) = 256.1 bits
+const CHECK_LENGTH = 6; // 62^6 > 2^32
+const SHAPE = new RegExp(`^${SECRET_PREFIX}[0-9A-Za-z]{${BODY_LENGTH + CHECK_LENGTH}}$`);
+
+const CRC_TABLE = Uint32Array.from({ length: 256 }, (_, n) => {
+  let c = n;
+  for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+  return c >>> 0;
+});
+
+function crc32(text: string): number {
+  let crc = 0xffffffff;
+  for (let i = 0; i < text.length; i++) crc = CRC_TABLE[(crc ^ text.charCodeAt(i)) & 0xff] ^ (crc >>> 8);
+  return (crc ^ 0xffffffff) >>> 0;
+}
+
+function base62(value: number, width: number): string {
+  let out = "";
+  for (let i = 0; i < width; i++, value = Math.floor(value / 62)) out = ALPHABET[value % 62] + out;
+  return out;
+}
+
+/** Uniform random base62 characters (rejection sampling: bytes >= 248 are redrawn to avoid bias). */
+function randomBase62(length: number): string {
+  let out = "";
+  while (out.length < length) {
+    for (const byte of crypto.getRandomValues(new Uint8Array(length * 2))) {
+      if (byte < 248 && out.length < length) out += ALPHABET[byte % 62];
+    }
+  }
+  return out;
+}
+
+/**
+ * Makes a new secret.
+ * @example generateSecret() // "sapi_3kTq...h2Z9aB"
+ */
+export function generateSecret(): string {
+  const body = randomBase62(BODY_LENGTH);
+  return SECRET_PREFIX + body + base62(crc32(body), CHECK_LENGTH);
+}
+
+/** True when `secret` has the prefix, the length and a matching checksum: cheap, no store access. */
+export function isWellFormedSecret(secret: string): boolean {
+  if (!SHAPE.test(secret)) return false;
+  const body = secret.slice(SECRET_PREFIX.length, SECRET_PREFIX.length + BODY_LENGTH);
+  return secret.endsWith(base62(crc32(body), CHECK_LENGTH));
+}
+
+/** SHA-256 of a string, as lowercase hex (Web Crypto, so it runs under Node and Deno). */
+export async function sha256Hex(text: string): Promise<string> {
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text)));
+  let hex = "";
+  for (const byte of digest) hex += byte.toString(16).padStart(2, "0");
+  return hex;
+}
