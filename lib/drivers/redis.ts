@@ -1,8 +1,171 @@
-/** Redis-backed store (several hosts). Placeholder until the Redis issue lands: fails clearly. */
-import type { Storage } from "unstorage";
+/**
+ * The Redis backend: one set of keys shared by the CLI and any number of servers on any hosts.
+ *
+ * Storage is unstorage's Redis driver (ioredis) under a key prefix, `service-api` by default or
+ * `?prefix=<name>` in the URL, so the store keeps to its own namespace in a shared database. The
+ * atomic index operations run on the same client and the same prefixed keys:
+ *
+ *   claim  SET key value NX          (of N simultaneous creates of one name, on any host, one wins)
+ *   swap   SET key value GET         (Redis >= 6.2)
+ *   take   GETDEL key                (Redis >= 6.2)
+ *   hasAny SCARD of a member set kept beside the entries, so "is the store empty" costs O(1)
+ *
+ * Each of claim/swap/take updates its entry and that member set in one MULTI transaction.
+ *
+ * Redis going away must never hang a command or let a server answer from stale state: the
+ * connection is opened eagerly with a deadline, commands are never queued while disconnected, a
+ * command in flight when the connection drops fails at once, and every command has a timeout. The
+ * client keeps reconnecting in the background, so a long-running server recovers by itself.
+ */
+import type { Redis, RedisOptions } from "ioredis";
+import { createStorage, type Driver, type Storage } from "unstorage";
+import redisDriver from "unstorage/drivers/redis";
 import { ServiceError } from "../errors.ts";
 import type { AtomicIndex } from "../store.ts";
 
-export function openRedisBackend(_url: string): Promise<{ storage: Storage; atomic: AtomicIndex; dispose?: () => Promise<void> }> {
-  return Promise.reject(new ServiceError("USAGE", "The Redis store is not available in this build yet"));
+/** Prefix of every Redis key the store writes, unless the URL says `?prefix=<name>`. */
+export const DEFAULT_REDIS_PREFIX = "service-api";
+
+export interface RedisBackendOptions {
+  /** Milliseconds to wait for the first connection (and for each reconnection attempt). */
+  connectTimeout?: number;
+  /** Milliseconds after which a command that got no reply fails. */
+  commandTimeout?: number;
+}
+
+export interface RedisBackend {
+  storage: Storage;
+  atomic: AtomicIndex;
+  dispose: () => Promise<void>;
+}
+
+/** A Redis URL with any password replaced by `***`, for messages and logs. */
+export function redactRedisUrl(url: string): string {
+  return url.replace(/\/\/[^@/]*@/, "//***@");
+}
+
+/** Splits our own `prefix` query parameter off the URL; ioredis reads the remaining ones. */
+function splitPrefix(url: string): { url: string; prefix: string } {
+  const parsed = new URL(url);
+  const prefix = (parsed.searchParams.get("prefix") ?? DEFAULT_REDIS_PREFIX).replace(/^:+|:+$/g, "");
+  if (!prefix || /[*?[\]\\\s]/.test(prefix)) {
+    throw new ServiceError("USAGE", `Invalid Redis key prefix '${prefix}': use letters, digits, '-', '_' or ':'`);
+  }
+  parsed.searchParams.delete("prefix");
+  return { url: parsed.toString(), prefix };
+}
+
+/**
+ * Opens the Redis backend for a `redis://[user:password@]host:port/db[?prefix=name]` URL (or
+ * `rediss://` for TLS). Resolves once Redis answers; rejects with `STORE_UNAVAILABLE` within
+ * `connectTimeout` when it does not.
+ *
+ * @example
+ * const { storage, atomic, dispose } = await openRedisBackend("redis://127.0.0.1:6379/0");
+ * const store = createKeyStore({ storage, atomic, dispose });
+ */
+export async function openRedisBackend(url: string, options: RedisBackendOptions = {}): Promise<RedisBackend> {
+  const { connectTimeout = 3_000, commandTimeout = 5_000 } = options;
+  const where = redactRedisUrl(url);
+  let parts;
+  try {
+    parts = splitPrefix(url);
+  } catch (error) {
+    if (error instanceof ServiceError) throw error;
+    throw new ServiceError("USAGE", `Invalid Redis URL '${where}': use redis://host:port/db`, { cause: error });
+  }
+  const { prefix } = parts;
+
+  let lastError = "";
+  const unavailable = (reason: string, cause?: unknown) =>
+    new ServiceError(
+      "STORE_UNAVAILABLE",
+      `Key store unavailable: Redis at ${where} ${reason}. Check that Redis is running and reachable, or set SERVICE_API_STORE.`,
+      { cause },
+    );
+
+  const clientOptions: RedisOptions & { base: string; url: string } = {
+    base: prefix,
+    url: parts.url,
+    lazyConnect: true,
+    connectTimeout,
+    commandTimeout,
+    enableOfflineQueue: false,
+    // 0: a command in flight when the connection drops fails at once instead of waiting for a reconnect.
+    maxRetriesPerRequest: 0,
+    retryStrategy: (attempt) => Math.min(100 * 2 ** attempt, 2_000),
+  };
+  const driver = redisDriver(clientOptions) as Driver<unknown, Redis>;
+  const client = driver.getInstance!() as Redis;
+  // Without a listener ioredis prints every connection error to the console; keep the latest for messages.
+  client.on("error", (error: Error) => {
+    lastError = error.message;
+  });
+
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    await Promise.race([
+      client.connect(),
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no answer within ${connectTimeout} ms`)), connectTimeout);
+      }),
+    ]);
+  } catch (error) {
+    client.disconnect();
+    const reason = lastError || (error instanceof Error ? error.message : String(error));
+    throw unavailable(`is not reachable (${reason})`, error);
+  } finally {
+    clearTimeout(timer);
+  }
+
+  const failure = (error: unknown): never => {
+    if (error instanceof ServiceError) throw error;
+    const reason = error instanceof Error ? error.message : String(error);
+    throw unavailable(`did not answer (${client.status === "ready" ? reason : lastError || reason})`, error);
+  };
+  const wrap = <A extends unknown[], R>(fn: (...args: A) => Promise<R>) => (...args: A): Promise<R> =>
+    fn(...args).catch(failure);
+
+  const redisKey = (key: string) => `${prefix}:${key}`;
+  /** The member set of the entries under a key's parent: `names:<hash>` is listed in `<prefix>:members:names`. */
+  const membersOf = (key: string) => redisKey(`members:${key.slice(0, Math.max(0, key.lastIndexOf(":")))}`);
+  const results = async (exec: Promise<[Error | null, unknown][] | null>): Promise<unknown[]> => {
+    const replies = await exec;
+    if (!replies) throw new Error("transaction aborted");
+    for (const [error] of replies) if (error) throw error;
+    return replies.map(([, value]) => value);
+  };
+
+  const atomic: AtomicIndex = {
+    claim: wrap(async (key, value) => {
+      const [set] = await results(client.multi().set(redisKey(key), value, "NX").sadd(membersOf(key), key).exec());
+      return set === "OK";
+    }),
+    swap: wrap(async (key, value) => {
+      const [previous] = await results(client.multi().set(redisKey(key), value, "GET").sadd(membersOf(key), key).exec());
+      return (previous as string | null) ?? null;
+    }),
+    take: wrap(async (key) => {
+      const [taken] = await results(client.multi().getdel(redisKey(key)).srem(membersOf(key), key).exec());
+      return (taken as string | null) ?? null;
+    }),
+    hasAny: wrap(async (prefix) => (await client.scard(membersOf(`${prefix.replace(/:+$/, "")}:`))) > 0),
+  };
+
+  // Every storage call goes through `failure` too, so a lost connection reads the same everywhere.
+  const methods = ["hasItem", "getItem", "getItems", "setItem", "removeItem", "getKeys", "clear"] as const;
+  const guarded = { ...driver } as Record<string, unknown>;
+  for (const method of methods) {
+    const fn = driver[method] as ((...args: unknown[]) => Promise<unknown>) | undefined;
+    if (fn) guarded[method] = wrap((...args: unknown[]) => Promise.resolve().then(() => fn(...args)));
+  }
+  const storage = createStorage({ driver: guarded as unknown as Driver });
+
+  return {
+    storage,
+    atomic,
+    dispose: async () => {
+      client.disconnect();
+    },
+  };
 }
