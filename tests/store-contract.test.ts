@@ -1,0 +1,310 @@
+// One contract, every backend: the same store tests run against memory:, fs: (a temp directory) and
+// Redis (a private redis-server). A backend hands out several store instances over the same data,
+// as several processes or hosts would have (for Redis each instance has its own connection).
+import { promises as fsp } from "node:fs";
+import { join } from "node:path";
+import Redis from "ioredis";
+import { createStorage, type Storage } from "unstorage";
+import { afterAll, beforeAll, beforeEach, afterEach, describe, expect, it } from "vitest";
+import { fsDriver } from "../lib/drivers/fs.ts";
+import { openRedisBackend } from "../lib/drivers/redis.ts";
+import { ServiceError } from "../lib/errors.ts";
+import type { CreateKeyInput } from "../lib/model.ts";
+import { generateSecret, sha256Hex } from "../lib/secret.ts";
+import { createKeyStore, createLocalAtomicIndex, type KeyStore } from "../lib/store.ts";
+import { tempDir } from "./helpers/cli.ts";
+import { type RedisServer, startRedis } from "./helpers/redis.ts";
+
+interface Backend {
+  /** A new store instance over this backend's data (a new connection where the backend has one). */
+  open(): Promise<KeyStore>;
+  /** Every value the backend holds, as stored. */
+  rawValues(): Promise<string[]>;
+  /** Full listings (`getKeys`) made through any instance so far. */
+  listings: number;
+  /** Server-side scan commands so far, where the backend can tell. */
+  serverScans?(): Promise<number>;
+  close(): Promise<void>;
+}
+
+/** Counts the full listings a store makes; every other call passes through. */
+function counting(storage: Storage, backend: { listings: number }): Storage {
+  return {
+    ...storage,
+    getKeys: (...args: Parameters<Storage["getKeys"]>) => {
+      backend.listings++;
+      return storage.getKeys(...args);
+    },
+  };
+}
+
+async function walkFiles(dir: string): Promise<string[]> {
+  const out: string[] = [];
+  for (const entry of await fsp.readdir(dir, { withFileTypes: true }).catch(() => [])) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) out.push(...(await walkFiles(path)));
+    else out.push(await fsp.readFile(path, "utf8"));
+  }
+  return out;
+}
+
+let redis: RedisServer;
+let admin: Redis;
+let prefixes = 0;
+
+const backends: Record<string, () => Promise<Backend>> = {
+  async memory() {
+    const storage = createStorage();
+    const atomic = createLocalAtomicIndex(storage);
+    const backend: Backend = {
+      listings: 0,
+      open: async () => createKeyStore({ storage: counting(storage, backend), atomic }),
+      rawValues: async () =>
+        Promise.all((await storage.getKeys()).map(async (key) => JSON.stringify(await storage.getItem(key)))),
+      close: () => storage.dispose(),
+    };
+    return backend;
+  },
+  async fs() {
+    const { dir, cleanup } = tempDir("service-api-contract-");
+    const stores: KeyStore[] = [];
+    const backend: Backend = {
+      listings: 0,
+      open: async () => {
+        const driver = fsDriver({ base: join(dir, "keys") });
+        const store = createKeyStore({ storage: counting(createStorage({ driver }), backend), atomic: driver.atomic });
+        stores.push(store);
+        return store;
+      },
+      rawValues: () => walkFiles(dir),
+      close: async () => {
+        await Promise.all(stores.map((s) => s.close()));
+        cleanup();
+      },
+    };
+    return backend;
+  },
+  async redis() {
+    const prefix = `contract${++prefixes}`;
+    const url = `${redis.url}?prefix=${prefix}`;
+    const stores: KeyStore[] = [];
+    const scans = async () => {
+      const stats = await admin.info("commandstats");
+      return [...stats.matchAll(/^cmdstat_(?:scan|keys):calls=(\d+)/gm)].reduce((n, m) => n + Number(m[1]), 0);
+    };
+    const backend: Backend = {
+      listings: 0,
+      open: async () => {
+        const { storage, atomic, dispose } = await openRedisBackend(url);
+        const store = createKeyStore({ storage: counting(storage, backend), atomic, dispose });
+        stores.push(store);
+        return store;
+      },
+      rawValues: async () => {
+        const keys = await admin.keys(`${prefix}:*`);
+        return Promise.all(
+          keys.map(async (key) =>
+            (await admin.type(key)) === "set" ? (await admin.smembers(key)).join("\n") : ((await admin.get(key)) ?? ""),
+          ),
+        );
+      },
+      serverScans: scans,
+      close: async () => {
+        await Promise.all(stores.map((s) => s.close()));
+      },
+    };
+    return backend;
+  },
+};
+
+beforeAll(async () => {
+  redis = await startRedis();
+  admin = new Redis(redis.url, { lazyConnect: true });
+  await admin.connect();
+});
+
+afterAll(async () => {
+  admin?.disconnect();
+  await redis?.stop();
+});
+
+const input = (name: string, extra: Partial<CreateKeyInput> = {}): CreateKeyInput => ({
+  name,
+  roles: ["VIEWER"],
+  permissions: [],
+  ...extra,
+});
+
+/** Settles every promise; returns the values and the errors apart. */
+async function settle<T>(promises: Promise<T>[]): Promise<{ values: T[]; errors: unknown[] }> {
+  const results = await Promise.allSettled(promises);
+  return {
+    values: results.flatMap((r) => (r.status === "fulfilled" ? [r.value] : [])),
+    errors: results.flatMap((r) => (r.status === "rejected" ? [r.reason] : [])),
+  };
+}
+
+describe.each(Object.keys(backends))("key store contract on %s", (kind) => {
+  let backend: Backend;
+  let store: KeyStore;
+
+  beforeEach(async () => {
+    backend = await backends[kind]();
+    store = await backend.open();
+  });
+  afterEach(async () => {
+    await store.close();
+    await backend.close();
+  });
+
+  it("create returns a secret, and get, getByName, list and verify find the key", async () => {
+    const created = await store.create(input("deploy key", { description: "CI", permissions: [{ resource: "DOCKER", actions: ["READ_ANY"] }] }));
+    expect(created.id).toMatch(/^[0-9a-f-]{36}$/);
+    expect(created.key).toMatch(/^sapi_/);
+    const info = { id: created.id, name: "deploy key", description: "CI", roles: ["VIEWER"], permissions: [{ resource: "DOCKER", actions: ["READ_ANY"] }] };
+    expect(await store.get(created.id)).toMatchObject(info);
+    expect(await store.getByName("deploy key")).toMatchObject(info);
+    expect(await store.verify(created.key)).toMatchObject(info);
+    expect((await store.list()).map((k) => k.id)).toEqual([created.id]);
+    expect(await store.get(created.id)).not.toHaveProperty("hash");
+    expect(await store.verify(generateSecret())).toBeNull();
+    expect(await store.verify(created.key.slice(0, -1) + (created.key.endsWith("A") ? "B" : "A"))).toBeNull();
+  });
+
+  it("create rejects a taken name with NAME_TAKEN and leaves the existing key unchanged", async () => {
+    const first = await store.create(input("ci"));
+    const error = await store.create(input("ci", { roles: ["ADMIN"] })).catch((e) => e);
+    expect(error).toBeInstanceOf(ServiceError);
+    expect(error.code).toBe("NAME_TAKEN");
+    expect(error.message).toBe("API key with name 'ci' already exists. Use --overwrite to replace it.");
+    expect(await store.getByName("ci")).toMatchObject({ id: first.id, roles: ["VIEWER"] });
+    expect((await store.verify(first.key))?.id).toBe(first.id);
+    expect(await store.list()).toHaveLength(1);
+  });
+
+  it("overwrite gives a new id and secret, and the old secret stops verifying", async () => {
+    const old = await store.create(input("ci"));
+    const replaced = await store.create(input("ci", { roles: ["ADMIN"] }), { overwrite: true });
+    expect(replaced.id).not.toBe(old.id);
+    expect(replaced.key).not.toBe(old.key);
+    expect(await store.verify(old.key)).toBeNull();
+    expect(await store.get(old.id)).toBeNull();
+    expect(await store.verify(replaced.key)).toMatchObject({ id: replaced.id, roles: ["ADMIN"] });
+    expect((await store.list()).map((k) => k.id)).toEqual([replaced.id]);
+  });
+
+  it("overwrite of a name nobody has simply creates the key", async () => {
+    const created = await store.create(input("fresh"), { overwrite: true });
+    expect((await store.verify(created.key))?.id).toBe(created.id);
+  });
+
+  it("deleteByName removes the key and revokes its secret; a second delete finds nothing", async () => {
+    const kept = await store.create(input("kept"));
+    const gone = await store.create(input("gone"));
+    expect(await store.deleteByName("gone")).toMatchObject({ id: gone.id, name: "gone" });
+    expect(await store.verify(gone.key)).toBeNull();
+    expect(await store.getByName("gone")).toBeNull();
+    expect(await store.get(gone.id)).toBeNull();
+    expect(await store.deleteByName("gone")).toBeNull();
+    expect((await store.list()).map((k) => k.id)).toEqual([kept.id]);
+    expect((await store.verify(kept.key))?.id).toBe(kept.id);
+  });
+
+  it("deleteById removes the key and revokes its secret; an unknown id deletes nothing", async () => {
+    const created = await store.create(input("by id"));
+    expect(await store.deleteById(crypto.randomUUID())).toBeNull();
+    expect(await store.deleteById(created.id)).toMatchObject({ id: created.id, name: "by id" });
+    expect(await store.verify(created.key)).toBeNull();
+    expect(await store.deleteById(created.id)).toBeNull();
+    // The name is free again.
+    expect((await store.create(input("by id"))).name).toBe("by id");
+  });
+
+  it("isEmpty is true only while no key exists", async () => {
+    expect(await store.isEmpty()).toBe(true);
+    await store.create(input("one"));
+    expect(await store.isEmpty()).toBe(false);
+    await store.create(input("one"), { overwrite: true });
+    expect(await store.isEmpty()).toBe(false);
+    await store.deleteByName("one");
+    expect(await store.isEmpty()).toBe(true);
+  });
+
+  it("update changes fields, and a rename keeps names unique and the secret working", async () => {
+    const a = await store.create(input("alpha"));
+    await store.create(input("beta"));
+    expect(await store.update(a.id, { description: "renamed", roles: ["ADMIN"] })).toMatchObject({ description: "renamed", roles: ["ADMIN"] });
+    expect(await store.update(a.id, { name: "gamma" })).toMatchObject({ id: a.id, name: "gamma" });
+    expect(await store.getByName("alpha")).toBeNull();
+    expect((await store.getByName("gamma"))?.id).toBe(a.id);
+    expect((await store.verify(a.key))?.name).toBe("gamma");
+    // The old name is free, the taken one is refused.
+    expect((await store.create(input("alpha"))).name).toBe("alpha");
+    expect(await store.update(a.id, { name: "beta" }).catch((e) => e.code)).toBe("NAME_TAKEN");
+    expect((await store.getByName("gamma"))?.id).toBe(a.id);
+    expect(await store.update(a.id, { roles: [], permissions: [] }).catch((e) => e.code)).toBe("INVALID_INPUT");
+    expect(await store.update(crypto.randomUUID(), { name: "delta" }).catch((e) => e.code)).toBe("NOT_FOUND");
+    expect((await store.list()).map((k) => k.name).sort()).toEqual(["alpha", "beta", "gamma"]);
+  });
+
+  it("of 16 concurrent creates of one name through separate instances exactly one wins", async () => {
+    const stores = await Promise.all(Array.from({ length: 16 }, () => backend.open()));
+    const { values, errors } = await settle(stores.map((s) => s.create(input("race"))));
+    expect(values).toHaveLength(1);
+    expect(errors).toHaveLength(15);
+    expect(errors.every((e) => e instanceof ServiceError && e.code === "NAME_TAKEN")).toBe(true);
+    expect((await store.list()).map((k) => k.id)).toEqual([values[0].id]);
+    expect((await store.verify(values[0].key))?.id).toBe(values[0].id);
+  });
+
+  it("after 16 concurrent overwrites exactly one key is live and exactly one secret verifies", async () => {
+    const first = await store.create(input("hot"));
+    const stores = await Promise.all(Array.from({ length: 16 }, () => backend.open()));
+    const { values, errors } = await settle(stores.map((s) => s.create(input("hot"), { overwrite: true })));
+    expect(errors).toEqual([]);
+    const live = await store.list();
+    expect(live).toHaveLength(1);
+    const verified = (await Promise.all([first, ...values].map((k) => store.verify(k.key)))).filter(Boolean);
+    expect(verified.map((k) => k!.id)).toEqual([live[0].id]);
+    expect((await store.getByName("hot"))?.id).toBe(live[0].id);
+  });
+
+  it("stores no secret in clear, only its SHA-256", async () => {
+    const created = [
+      await store.create(input("one")),
+      await store.create(input("two", { description: "second" })),
+      await store.create(input("one"), { overwrite: true }),
+    ];
+    const values = (await backend.rawValues()).join("\n");
+    expect(values.length).toBeGreaterThan(0);
+    for (const { key } of created) {
+      expect(values).not.toContain(key);
+      expect(values).not.toContain(key.slice("sapi_".length, -6));
+    }
+    expect(values).toContain(await sha256Hex(created[1].key));
+  });
+
+  it("create, verify, lookups and deletes read by key and never list the store", async () => {
+    for (let i = 0; i < 20; i++) await store.create(input(`bulk ${i}`));
+    const other = await backend.open();
+    const scansBefore = await backend.serverScans?.();
+    backend.listings = 0;
+    const created = await other.create(input("probe"));
+    await other.create(input("probe"), { overwrite: true }).then((k) => other.verify(k.key));
+    await other.verify(created.key);
+    await other.verify(generateSecret());
+    await other.getByName("bulk 3");
+    await other.get(created.id);
+    await other.create(input("probe")).catch(() => {});
+    await other.deleteByName("probe");
+    await other.deleteByName("missing");
+    await other.deleteById((await other.getByName("bulk 4"))!.id);
+    await other.update((await other.getByName("bulk 5"))!.id, { name: "bulk five" });
+    expect(backend.listings).toBe(0);
+    if (scansBefore !== undefined) expect(await backend.serverScans!()).toBe(scansBefore);
+    // The instruments do see a listing.
+    await other.list();
+    expect(backend.listings).toBeGreaterThan(0);
+    if (scansBefore !== undefined) expect(await backend.serverScans!()).toBeGreaterThan(scansBefore);
+  });
+});
