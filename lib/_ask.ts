@@ -1,0 +1,70 @@
+/**
+ * Typed questions over a consola-style `prompt(message, options)` function, with one cancellation
+ * rule: Ctrl-C or Esc at any question becomes `ServiceError("CANCELLED")` (exit 130). Private to
+ * lib/prompts.ts; the prompt function is injectable so tests can script the answers.
+ */
+import type { PromptOptions } from "consola";
+import { ServiceError } from "./errors.ts";
+
+/** consola's `prompt` signature, as far as we use it. Cancelling resolves to a symbol or rejects. */
+export type PromptFn = (message: string, options: PromptOptions) => Promise<unknown>;
+
+export interface Choice<T extends string = string> {
+  value: T;
+  label: string;
+  hint?: string;
+}
+
+/** The questions the interactive flows ask. Each rejects with CANCELLED when the person cancels. */
+export interface Ask {
+  /** Free text; an empty answer is `""`. */
+  text(message: string): Promise<string>;
+  confirm(message: string, initial?: boolean): Promise<boolean>;
+  select<T extends string>(message: string, choices: Choice<T>[], initial?: T): Promise<T>;
+  /** Any number of choices, in the order offered. */
+  multiselect<T extends string>(message: string, choices: Choice<T>[], initial?: T[]): Promise<T[]>;
+}
+
+export const CANCELLED_MESSAGE = "Cancelled; nothing was changed";
+
+/** consola's prompt, loaded on the first question so nothing but the interactive path pays for it. */
+const consolaPrompt: PromptFn = async (message, options) => {
+  const { consola } = await import("consola");
+  return consola.prompt(message, options);
+};
+
+const cancelled = (cause?: unknown) => new ServiceError("CANCELLED", CANCELLED_MESSAGE, { cause });
+
+/** Wraps a prompt function into typed questions. */
+export function createAsk(prompt: PromptFn = consolaPrompt): Ask {
+  const ask = async (message: string, options: PromptOptions): Promise<unknown> => {
+    let answer: unknown;
+    try {
+      answer = await prompt(message, { ...options, cancel: "symbol" });
+    } catch (error) {
+      // consola's `cancel: "reject"` mode, should a custom prompt function use it.
+      if (error instanceof Error && error.name === "ConsolaPromptCancelledError") throw cancelled(error);
+      throw error;
+    }
+    if (typeof answer === "symbol") throw cancelled();
+    return answer;
+  };
+  const known = <T extends string>(choices: Choice<T>[], value: unknown): value is T =>
+    choices.some((choice) => choice.value === value);
+
+  return {
+    // consola resolves an empty text answer without a default to undefined.
+    text: async (message) => String((await ask(message, { type: "text" })) ?? ""),
+    confirm: async (message, initial = false) => (await ask(message, { type: "confirm", initial })) === true,
+    select: async (message, choices, initial) => {
+      const answer = await ask(message, { type: "select", options: choices, initial });
+      if (!known(choices, answer)) throw new ServiceError("INTERNAL", `Unexpected answer to "${message}"`);
+      return answer;
+    },
+    multiselect: async (message, choices, initial) => {
+      const answer = await ask(message, { type: "multiselect", options: choices, initial, required: false });
+      const picked = Array.isArray(answer) ? answer : [];
+      return choices.map((choice) => choice.value).filter((value) => picked.includes(value));
+    },
+  };
+}
