@@ -8,7 +8,7 @@ import { cac } from "cac";
 import type { ApikeyFlags } from "./lib/apikey.ts";
 import { ServiceError } from "./lib/errors.ts";
 import { formatError, type Output } from "./lib/format.ts";
-import { createLogger } from "./lib/log.ts";
+import { createDebug } from "./lib/log.ts";
 import { VERSION } from "./lib/version.ts";
 
 const STRING_FLAGS = ["name", "description", "roles", "permissions", "store"] as const;
@@ -29,7 +29,7 @@ function stringFlags(options: Record<string, unknown>, argv: string[]): void {
 }
 
 async function main(argv: string[]): Promise<Output> {
-  const logger = createLogger();
+  const debug = await createDebug();
   const cli = cac("service-api");
   let action: (() => Promise<Output>) | undefined;
 
@@ -54,7 +54,7 @@ async function main(argv: string[]): Promise<Output> {
           import("./lib/apikey.ts"),
           import("./lib/config.ts"),
         ]);
-        const store = await openKeyStore(parseStoreSpec(options.store), (m) => logger.debug(m));
+        const store = await openKeyStore(parseStoreSpec(options.store), debug);
         try {
           const interactive = Boolean(process.stdin.isTTY && process.stdout.isTTY);
           return await runApikey(options, store, { interactive });

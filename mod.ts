@@ -26,5 +26,5 @@ export { defaultStoreDir, describeStore, openKeyStore, parseStoreSpec, type Stor
 export { fsDriver, type FsDriverOptions } from "./lib/drivers/fs.ts";
 export { formatCreated, formatDeleted, formatError, formatList, formatNothingDeleted, type Output } from "./lib/format.ts";
 export { type ApikeyFlags, type KeyBackend, runApikey } from "./lib/apikey.ts";
-export { createLogger } from "./lib/log.ts";
+export { createDebug, createLogger } from "./lib/log.ts";
 export { VERSION } from "./lib/version.ts";

@@ -4,7 +4,7 @@
  * log ids and names, and the store never sees a secret after hashing it.
  */
 import process from "node:process";
-import { createConsola, type ConsolaInstance, LogLevels } from "consola/basic";
+import type { ConsolaInstance } from "consola/basic";
 
 export const LOG_LEVEL_NAMES = ["silent", "error", "warn", "info", "debug", "trace"] as const;
 export type LogLevelName = (typeof LOG_LEVEL_NAMES)[number];
@@ -18,9 +18,13 @@ export function resolveLogLevel(value: string | undefined): { level: LogLevelNam
     : { level: "info", unknown: value };
 }
 
-/** A consola instance writing to stderr at the level `LOG_LEVEL` asks for. */
-export function createLogger(env: Record<string, string | undefined> = process.env): ConsolaInstance {
+/**
+ * A consola instance writing to stderr at the level `LOG_LEVEL` asks for. Loaded on demand so that a
+ * command run at the default level does not pay for it at start-up (see `createDebug`).
+ */
+export async function createLogger(env: Record<string, string | undefined> = process.env): Promise<ConsolaInstance> {
   const { level, unknown } = resolveLogLevel(env.LOG_LEVEL);
+  const { createConsola, LogLevels } = await import("consola/basic");
   const logger = createConsola({
     level: LogLevels[level],
     stdout: process.stderr,
@@ -29,4 +33,12 @@ export function createLogger(env: Record<string, string | undefined> = process.e
   });
   if (unknown) logger.warn(`Unknown LOG_LEVEL '${unknown}'; using info. Valid: ${LOG_LEVEL_NAMES.join(", ")}`);
   return logger;
+}
+
+/** A debug-line sink: consola's when `LOG_LEVEL` is debug or trace (or needs a warning), else a no-op. */
+export async function createDebug(env: Record<string, string | undefined> = process.env): Promise<(message: string) => void> {
+  const { level, unknown } = resolveLogLevel(env.LOG_LEVEL);
+  if (level !== "debug" && level !== "trace" && !unknown) return () => {};
+  const logger = await createLogger(env);
+  return (message) => logger.debug(message);
 }

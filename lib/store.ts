@@ -162,8 +162,11 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
           createdAt: new Date().toISOString(),
           hash: await sha256Hex(secret),
         };
-        await storage.setItem(`keys:${record.id}`, record);
-        await storage.setItem(`secrets:${record.hash}`, record.id);
+        // Both entries are durable before the name entry commits the key; they can be written together.
+        await Promise.all([
+          storage.setItem(`keys:${record.id}`, record),
+          storage.setItem(`secrets:${record.hash}`, record.id),
+        ]);
         if (overwrite) {
           const previous = await atomic.swap(names, record.id);
           if (previous && previous !== record.id) await discard(await readRecord(previous));
