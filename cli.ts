@@ -11,7 +11,7 @@ import { formatError, type Output } from "./lib/format.ts";
 import { createDebug } from "./lib/log.ts";
 import { VERSION } from "./lib/version.ts";
 
-const STRING_FLAGS = ["name", "description", "roles", "permissions", "store"] as const;
+const STRING_FLAGS = ["name", "description", "roles", "permissions", "store", "url", "host"] as const;
 
 /**
  * cac (through mri) turns numeric-looking values into numbers, so `--name 007` would arrive as 7.
@@ -46,10 +46,18 @@ async function main(argv: string[]): Promise<Output> {
     .option("--permissions <perms>", "Comma-separated RESOURCE:ACTION pairs, e.g. DOCKER:READ_ANY")
     .option("--overwrite", "Replace an existing key of the same name (new id and secret)")
     .option("--json", "Print the result as one JSON object")
+    .option("--url <base_url>", "Act on a running service instead of a store (env SERVICE_API_URL; key in SERVICE_API_KEY)")
     .example("service-api apikey --create --name \"deploy key\" --roles ADMIN --json")
     .example("service-api apikey --delete --name \"deploy key\"")
-    .action((options: ApikeyFlags & { store?: string }) => {
+    .action((options: ApikeyFlags & { store?: string; url?: string }) => {
       action = async () => {
+        if (options.url && options.store) throw new ServiceError("USAGE", "Use --url or --store, not both");
+        const url = options.url ?? (options.store ? undefined : process.env.SERVICE_API_URL?.trim() || undefined);
+        if (url) {
+          const [{ runApikey }, { openRemoteBackend }] = await Promise.all([import("./lib/apikey.ts"), import("./lib/remote.ts")]);
+          const interactive = Boolean(process.stdin.isTTY && process.stdout.isTTY);
+          return await runApikey(options, openRemoteBackend(url, process.env), { interactive });
+        }
         const [{ runApikey }, { openKeyStore, parseStoreSpec }] = await Promise.all([
           import("./lib/apikey.ts"),
           import("./lib/config.ts"),
@@ -61,6 +69,18 @@ async function main(argv: string[]): Promise<Output> {
         } finally {
           await store.close();
         }
+      };
+    });
+
+  cli
+    .command("serve", "Run the GraphQL service: POST /graphql with a bearer key, GET /healthz")
+    .option("--host <host>", "Interface to listen on (env HOST, default 127.0.0.1)")
+    .option("--port <port>", "Port, 0 for any free one (env PORT, default 3001)")
+    .example("service-api serve --port 3001")
+    .action((options: { host?: string; port?: string | number; store?: string }) => {
+      action = async () => {
+        const { runServe } = await import("./lib/serve.ts");
+        return await runServe(options, { log: (line) => process.stderr.write(line + "\n"), debug });
       };
     });
 

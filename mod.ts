@@ -26,5 +26,25 @@ export { defaultStoreDir, describeStore, openKeyStore, parseStoreSpec, type Stor
 export { fsDriver, type FsDriverOptions } from "./lib/drivers/fs.ts";
 export { formatCreated, formatDeleted, formatError, formatList, formatNothingDeleted, type Output } from "./lib/format.ts";
 export { type ApikeyFlags, type KeyBackend, runApikey } from "./lib/apikey.ts";
+export { can, canGrant, effectivePairs, effectivePermissions, escalation, type Grants, ROLE_PERMISSIONS } from "./lib/policy.ts";
+export {
+  createSchema,
+  DOCUMENT_LIMITS,
+  FIELD_PERMISSIONS,
+  type GraphQLContext,
+  parseDocument,
+  validateDocument,
+} from "./lib/graphql.ts";
+export {
+  createHandler,
+  type FetchHandler,
+  type HandlerOptions,
+  MAX_BODY_BYTES,
+  type RunningServer,
+  serve,
+  type ServeOptions,
+} from "./lib/server.ts";
+export { type Client, ClientError, type ClientOptions, createClient, type GraphQLErrorInfo } from "./lib/client.ts";
+export { createRemoteBackend, openRemoteBackend, type RemoteBackendOptions } from "./lib/remote.ts";
 export { createDebug, createLogger } from "./lib/log.ts";
 export { VERSION } from "./lib/version.ts";

@@ -1,0 +1,29 @@
+/** A bounded least-recently-used map: a `Map` keeps insertion order, so the first key is the oldest. */
+export interface Lru<K, V> {
+  get(key: K): V | undefined;
+  set(key: K, value: V): void;
+  readonly size: number;
+}
+
+/** @example const cache = createLru<string, number>(2); cache.set("a", 1); cache.get("a") // 1 */
+export function createLru<K, V>(max: number): Lru<K, V> {
+  const map = new Map<K, V>();
+  return {
+    get(key) {
+      const value = map.get(key);
+      if (value !== undefined) {
+        map.delete(key);
+        map.set(key, value);
+      }
+      return value;
+    },
+    set(key, value) {
+      map.delete(key);
+      map.set(key, value);
+      if (map.size > max) map.delete(map.keys().next().value as K);
+    },
+    get size() {
+      return map.size;
+    },
+  };
+}

@@ -1,0 +1,125 @@
+/**
+ * A small client for the service's GraphQL endpoint, on ofetch. Every failure is a `ClientError`
+ * (a `ServiceError`) whose `code` says what happened: `UNAUTHENTICATED` (401), `FORBIDDEN`, the
+ * service's own codes (`NAME_TAKEN`, `INVALID_INPUT`, `NOT_FOUND`, ...), `STORE_UNAVAILABLE` when the
+ * service or its store cannot be reached.
+ */
+import { FetchError, ofetch } from "ofetch";
+import { ERROR_CODES, type ErrorCode, ServiceError } from "./errors.ts";
+
+/** One error of a GraphQL response. */
+export interface GraphQLErrorInfo {
+  message: string;
+  path?: (string | number)[];
+  extensions?: { code?: string; [key: string]: unknown };
+}
+
+/** A failed request: `code` is a `ServiceError` code; the response's details are kept. */
+export class ClientError extends ServiceError {
+  /** HTTP status, when a response arrived. */
+  readonly httpStatus?: number;
+  /** The GraphQL errors of the response, if any. */
+  readonly errors: GraphQLErrorInfo[];
+  /** Partial data of the response, if any. */
+  readonly data?: unknown;
+  constructor(
+    code: ErrorCode,
+    message: string,
+    details: { httpStatus?: number; errors?: GraphQLErrorInfo[]; data?: unknown; cause?: unknown } = {},
+  ) {
+    super(code, message, { cause: details.cause });
+    this.name = "ClientError";
+    this.httpStatus = details.httpStatus;
+    this.errors = details.errors ?? [];
+    this.data = details.data;
+  }
+}
+
+export interface ClientOptions {
+  /** The service's base URL, e.g. `http://127.0.0.1:3001` (`/graphql` is added unless present). */
+  baseUrl: string;
+  /** The API key, sent as `Authorization: Bearer <key>`. */
+  apiKey: string;
+  /** Give up after this long (default 30 s). */
+  timeoutMs?: number;
+}
+
+export interface Client {
+  /** The endpoint requests go to. */
+  readonly endpoint: string;
+  /** Runs a query or mutation; resolves with `data`, rejects with a `ClientError` on any error. */
+  request<T = Record<string, unknown>>(query: string, variables?: Record<string, unknown>): Promise<T>;
+}
+
+interface GraphQLResponse {
+  data?: unknown;
+  errors?: GraphQLErrorInfo[];
+}
+
+const STATUS_CODES: Record<number, ErrorCode> = {
+  400: "INVALID_INPUT",
+  401: "UNAUTHENTICATED",
+  403: "FORBIDDEN",
+  404: "NOT_FOUND",
+  413: "INVALID_INPUT",
+  415: "INVALID_INPUT",
+  503: "STORE_UNAVAILABLE",
+};
+const INPUT_CODES = new Set(["GRAPHQL_PARSE_FAILED", "GRAPHQL_VALIDATION_FAILED", "BAD_USER_INPUT", "BAD_REQUEST", "PAYLOAD_TOO_LARGE"]);
+
+/** The `ServiceError` code for a GraphQL error code from the service. */
+function toErrorCode(code: unknown, status?: number): ErrorCode {
+  if (typeof code === "string" && code in ERROR_CODES) return code as ErrorCode;
+  if (typeof code === "string" && INPUT_CODES.has(code)) return "INVALID_INPUT";
+  return (status && STATUS_CODES[status]) || "INTERNAL";
+}
+
+/**
+ * Creates a client.
+ *
+ * @example
+ * const client = createClient({ baseUrl: "http://127.0.0.1:3001", apiKey: process.env.SERVICE_API_KEY! });
+ * const { me } = await client.request<{ me: { name: string } }>("{ me { name } }");
+ */
+export function createClient(options: ClientOptions): Client {
+  const base = options.baseUrl.replace(/\/+$/, "");
+  const endpoint = /\/graphql$/.test(base) ? base : `${base}/graphql`;
+
+  return {
+    endpoint,
+    async request<T>(query: string, variables?: Record<string, unknown>): Promise<T> {
+      let status: number;
+      let body: GraphQLResponse | string | undefined;
+      try {
+        const response = await ofetch.raw<GraphQLResponse | string>(endpoint, {
+          method: "POST",
+          headers: {
+            authorization: `Bearer ${options.apiKey}`,
+            accept: "application/graphql-response+json, application/json",
+          },
+          body: { query, variables },
+          timeout: options.timeoutMs ?? 30_000,
+          retry: 0,
+          ignoreResponseError: true,
+        });
+        status = response.status;
+        body = response._data;
+      } catch (error) {
+        const reason = error instanceof FetchError ? (error.cause as Error | undefined)?.message ?? error.message : String(error);
+        throw new ClientError("STORE_UNAVAILABLE", `Cannot reach the service at ${endpoint}: ${reason}`, { cause: error });
+      }
+      const result: GraphQLResponse = typeof body === "object" && body !== null ? body : {};
+      const errors = Array.isArray(result.errors) ? result.errors : [];
+      if (errors.length > 0 || status < 200 || status > 299) {
+        const first = errors[0];
+        const code = toErrorCode(first?.extensions?.code, status);
+        const message = first?.message ?? `The service answered HTTP ${status}`;
+        throw new ClientError(code, message, { httpStatus: status, errors, data: result.data });
+      }
+      if (result.data === undefined || result.data === null) {
+        throw new ClientError("INTERNAL", `The service answered without data (HTTP ${status})`, { httpStatus: status });
+      }
+      return result.data as T;
+    },
+  };
+}

@@ -1,0 +1,85 @@
+/**
+ * Who may do what. A key's effective permissions are the union of what its roles grant and its
+ * explicit `RESOURCE:ACTION` pairs, where `X_ANY` also grants `X_OWN` on the same resource.
+ *
+ *   ADMIN    every action on every resource
+ *   VIEWER   READ_ANY on every resource except API_KEY
+ *   CONNECT  VIEWER + CONNECT__REMOTE_ACCESS:UPDATE_ANY
+ *   GUEST    ME:READ_ANY
+ */
+import { ACTIONS, type AuthAction, type Permission, type Resource, RESOURCES, type Role } from "./model.ts";
+import { groupPermissions, permissionPairs } from "./input.ts";
+
+const everyAction = (resource: Resource): Permission => ({ resource, actions: [...ACTIONS] });
+const viewer: Permission[] = RESOURCES.filter((r) => r !== "API_KEY").map((resource) => ({
+  resource,
+  actions: ["READ_ANY"],
+}));
+
+/** What each role grants, before `X_ANY` implies `X_OWN`. */
+export const ROLE_PERMISSIONS: Readonly<Record<Role, readonly Permission[]>> = {
+  ADMIN: RESOURCES.map(everyAction),
+  VIEWER: viewer,
+  CONNECT: groupPermissions([...permissionPairs(viewer), "CONNECT__REMOTE_ACCESS:UPDATE_ANY"]),
+  GUEST: [{ resource: "ME", actions: ["READ_ANY"] }],
+};
+
+/** Anything that holds roles and permissions: a stored key, a create input, a preview request. */
+export interface Grants {
+  roles: readonly Role[];
+  permissions: readonly Permission[];
+}
+
+const cache = new WeakMap<object, ReadonlySet<string>>();
+
+/**
+ * The effective permissions as a set of `RESOURCE:ACTION` strings (memoized per object).
+ * @example effectivePairs({ roles: ["GUEST"], permissions: [] }).has("ME:READ_OWN") // true
+ */
+export function effectivePairs(grants: Grants): ReadonlySet<string> {
+  const cached = cache.get(grants);
+  if (cached) return cached;
+  const pairs = new Set<string>();
+  const add = (p: Permission) => {
+    for (const action of p.actions) {
+      pairs.add(`${p.resource}:${action}`);
+      if (action.endsWith("_ANY")) pairs.add(`${p.resource}:${action.slice(0, -4)}_OWN`);
+    }
+  };
+  for (const role of grants.roles) ROLE_PERMISSIONS[role].forEach(add);
+  grants.permissions.forEach(add);
+  cache.set(grants, pairs);
+  return pairs;
+}
+
+/**
+ * The effective permissions grouped by resource, in enumeration order.
+ * @example effectivePermissions({ roles: [], permissions: [{ resource: "DOCKER", actions: ["READ_ANY"] }] })
+ * // [{ resource: "DOCKER", actions: ["READ_ANY", "READ_OWN"] }]
+ */
+export function effectivePermissions(grants: Grants): Permission[] {
+  return groupPermissions(effectivePairs(grants));
+}
+
+/**
+ * True when `grants` allow `action` on `resource`.
+ * @example can({ roles: ["VIEWER"], permissions: [] }, "API_KEY", "READ_ANY") // false
+ */
+export function can(grants: Grants, resource: Resource, action: AuthAction): boolean {
+  return effectivePairs(grants).has(`${resource}:${action}`);
+}
+
+/**
+ * The pairs `target` would have that `actor` does not: empty when `actor` may hand out `target`.
+ * No escalation: a key may create or update only keys whose effective permissions it holds itself.
+ * @example escalation({ roles: ["VIEWER"], permissions: [] }, { roles: ["ADMIN"], permissions: [] }).length > 0 // true
+ */
+export function escalation(actor: Grants, target: Grants): string[] {
+  const held = effectivePairs(actor);
+  return [...effectivePairs(target)].filter((pair) => !held.has(pair));
+}
+
+/** True when `actor` holds every effective permission of `target`. */
+export function canGrant(actor: Grants, target: Grants): boolean {
+  return escalation(actor, target).length === 0;
+}

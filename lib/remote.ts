@@ -1,0 +1,97 @@
+/**
+ * Remote mode of `service-api apikey`: the `KeyBackend` the command runs on, implemented over a
+ * running service's GraphQL API. The command's flow and formatter are the same as in local mode,
+ * so output and exit statuses are too; the service's error codes come back as `ServiceError` codes.
+ */
+import type { KeyBackend } from "./apikey.ts";
+import type { ApiKeyInfo, CreatedKey } from "./model.ts";
+import { ServiceError } from "./errors.ts";
+import { type Client, ClientError, createClient } from "./client.ts";
+
+const FIELDS = "id name description roles createdAt permissions { resource actions }";
+
+type RawKey = Omit<ApiKeyInfo, "description"> & { description?: string | null; key?: string | null };
+
+/** GraphQL gives `description: null`; the store's shape leaves it out. */
+function toInfo({ description, key: _key, ...rest }: RawKey): ApiKeyInfo {
+  return description ? { ...rest, description } : rest;
+}
+
+export interface RemoteBackendOptions {
+  /** The service's base URL, e.g. `http://127.0.0.1:3001`. */
+  baseUrl: string;
+  /** A key allowed to manage keys (ADMIN, or the API_KEY permissions needed). */
+  apiKey: string;
+  timeoutMs?: number;
+}
+
+/**
+ * A key backend that acts on a running service.
+ * @example await runApikey(flags, createRemoteBackend({ baseUrl, apiKey }), { interactive: false })
+ */
+export function createRemoteBackend(options: RemoteBackendOptions | { client: Client }): KeyBackend {
+  const client = "client" in options ? options.client : createClient(options);
+
+  const list = async (): Promise<ApiKeyInfo[]> => {
+    const data = await client.request<{ apiKeys: RawKey[] }>(`query { apiKeys { ${FIELDS} } }`);
+    return data.apiKeys.map(toInfo);
+  };
+  const getByName = async (name: string) => (await list()).find((k) => k.name === name) ?? null;
+
+  return {
+    list,
+    getByName,
+    isEmpty: async () => (await list()).length === 0,
+
+    async create(input, { overwrite = false } = {}): Promise<CreatedKey> {
+      const data = await client.request<{ apiKey: { create: RawKey & { key: string } } }>(
+        `mutation ($input: CreateApiKeyInput!) { apiKey { create(input: $input) { ${FIELDS} key } } }`,
+        {
+          input: {
+            name: input.name,
+            description: input.description ?? null,
+            roles: input.roles,
+            permissions: input.permissions,
+            overwrite,
+          },
+        },
+      );
+      const created = data.apiKey.create;
+      return { ...toInfo(created), key: created.key };
+    },
+
+    async deleteByName(name) {
+      const found = await getByName(name);
+      if (!found) return null;
+      try {
+        await client.request(`mutation ($ids: [PrefixedID!]!) { apiKey { delete(input: { ids: $ids }) } }`, {
+          ids: [found.id],
+        });
+      } catch (error) {
+        // Someone else deleted it between our lookup and our delete: nothing deleted by us.
+        if (error instanceof ClientError && error.code === "NOT_FOUND") return null;
+        throw error;
+      }
+      return found;
+    },
+  };
+}
+
+/**
+ * The backend for `apikey --url <base_url>`: checks the URL and takes the key from `SERVICE_API_KEY`.
+ * @example openRemoteBackend("http://127.0.0.1:3001", process.env)
+ */
+export function openRemoteBackend(url: string, env: Record<string, string | undefined>): KeyBackend {
+  let parsed: URL | undefined;
+  try {
+    parsed = new URL(url);
+  } catch { /* reported below */ }
+  if (!parsed || (parsed.protocol !== "http:" && parsed.protocol !== "https:")) {
+    throw new ServiceError("USAGE", `Invalid --url '${url}': give the service's base URL, for example http://127.0.0.1:3001`);
+  }
+  const apiKey = env.SERVICE_API_KEY?.trim();
+  if (!apiKey) {
+    throw new ServiceError("USAGE", "Remote mode needs an API key: set SERVICE_API_KEY to a key with the ADMIN role");
+  }
+  return createRemoteBackend({ baseUrl: url, apiKey });
+}

@@ -1,0 +1,70 @@
+/**
+ * The `serve` command's flow: resolve host, port and store like the CLI does, listen, and on
+ * SIGTERM or SIGINT stop accepting, let requests in flight finish, close the store, exit 0.
+ */
+import process from "node:process";
+import { ServiceError } from "./errors.ts";
+import type { Output } from "./format.ts";
+import { openKeyStore, parseStoreSpec } from "./config.ts";
+import { resolveLogLevel } from "./log.ts";
+import { serve } from "./server.ts";
+
+export interface ServeFlags {
+  host?: string;
+  port?: string | number;
+  store?: string;
+}
+
+type Env = Record<string, string | undefined>;
+
+/** `--port`, else `PORT`, else 3001; must be an integer 0..65535 (0 picks a free port). */
+export function resolvePort(flag: string | number | undefined, env: Env = process.env): number {
+  const raw = String(flag ?? env.PORT ?? "").trim() || "3001";
+  const port = Number(raw);
+  if (!/^\d+$/.test(raw) || port > 65535) {
+    throw new ServiceError("USAGE", `Invalid port '${raw}': use a whole number from 0 to 65535 (0 picks a free port)`);
+  }
+  return port;
+}
+
+/**
+ * Runs the service until SIGTERM or SIGINT.
+ * @example await runServe({ port: 0 }, { log: console.error })
+ */
+export async function runServe(
+  flags: ServeFlags,
+  io: { log: (line: string) => void; debug?: (line: string) => void; env?: Env },
+): Promise<Output> {
+  const env = io.env ?? process.env;
+  const quiet = ["silent", "error", "warn"].includes(resolveLogLevel(env.LOG_LEVEL).level);
+  const info = (line: string) => quiet || io.log(line);
+  const host = (flags.host ?? env.HOST ?? "").trim() || "127.0.0.1";
+  const port = resolvePort(flags.port, env);
+  const store = await openKeyStore(parseStoreSpec(flags.store, env), io.debug);
+  let server;
+  try {
+    server = await serve({
+      store,
+      host,
+      port,
+      // The client got a generic 500; the operator gets the message (and the stack at LOG_LEVEL=debug).
+      onError: (error) => {
+        io.log(`internal error: ${error instanceof Error ? error.message : String(error)}`);
+        if (error instanceof Error && error.stack) io.debug?.(error.stack);
+      },
+    });
+  } catch (error) {
+    await store.close();
+    throw error;
+  }
+  info(`service-api listening on ${server.url} (POST ${server.url}/graphql, GET ${server.url}/healthz)`);
+  const signal = await new Promise<string>((resolve) => {
+    process.once("SIGTERM", () => resolve("SIGTERM"));
+    process.once("SIGINT", () => resolve("SIGINT"));
+  });
+  info(`${signal}: finishing requests in flight, then stopping`);
+  await server.close();
+  await store.close();
+  info("stopped");
+  return { exitCode: 0 };
+}

@@ -1,0 +1,327 @@
+/**
+ * The HTTP face of the service: `POST /graphql` (and `GET` for queries) authenticated by an API key,
+ * and `GET /healthz`. `createHandler` is a fetch-style `(Request) => Promise<Response>` that runs on
+ * any runtime; `serve` listens with `Deno.serve` under Deno and `node:http` under Node.
+ *
+ * Every request verifies its key against the store (a few reads by known keys), so a key deleted or
+ * overwritten by the CLI stops working on the very next request, for every server sharing the store.
+ */
+import { createHandler as createGraphQLHttpHandler } from "graphql-http/lib/use/fetch";
+import { GraphQLError, type parse as graphqlParse } from "graphql";
+import type { ApiKeyInfo } from "./model.ts";
+import { ServiceError } from "./errors.ts";
+import { isWellFormedSecret } from "./secret.ts";
+import type { KeyStore } from "./store.ts";
+import { createSchema, type GraphQLContext, parseDocument, validateDocument } from "./graphql.ts";
+
+/** Largest request body accepted: 1 MiB. */
+export const MAX_BODY_BYTES = 1024 * 1024;
+
+export interface HandlerOptions {
+  store: KeyStore;
+  /** Largest request body in bytes (default 1 MiB); larger ones get 413. */
+  maxBodyBytes?: number;
+  /** Receives failures that are not the client's fault; the client only sees a generic 500. */
+  onError?: (error: unknown) => void;
+}
+
+/** A fetch-style request handler. */
+export type FetchHandler = (request: Request) => Promise<Response>;
+
+const JSON_TYPE = "application/json; charset=utf-8";
+
+/** The `{"errors":[{message, extensions:{code}}]}` body every non-GraphQL failure uses. */
+function errorResponse(status: number, code: string, message: string, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify({ errors: [{ message, extensions: { code } }] }), {
+    status,
+    headers: { "content-type": JSON_TYPE, ...headers },
+  });
+}
+
+const unauthenticated = (message: string) =>
+  errorResponse(401, "UNAUTHENTICATED", message, { "www-authenticate": "Bearer" });
+const tooLarge = (limit: number) =>
+  errorResponse(413, "PAYLOAD_TOO_LARGE", `Request body is larger than the limit of ${limit} bytes`, { connection: "close" });
+const STORE_DOWN_MESSAGE = "The key store is unavailable; try again later";
+const storeDown = () => errorResponse(503, "STORE_UNAVAILABLE", STORE_DOWN_MESSAGE, { "retry-after": "1" });
+const internal = () => errorResponse(500, "INTERNAL", "Internal server error");
+
+/** The secret from `Authorization: Bearer <key>` or `x-api-key: <key>`, or a message saying what is wrong. */
+function credential(headers: Headers): { secret: string } | { problem: string } {
+  const authorization = headers.get("authorization")?.trim();
+  if (authorization) {
+    const match = /^Bearer\s+(\S+)$/i.exec(authorization);
+    if (!match) return { problem: "Unsupported Authorization header: send 'Authorization: Bearer <API key>'" };
+    return { secret: match[1] };
+  }
+  const header = headers.get("x-api-key")?.trim();
+  if (header) return { secret: header };
+  return { problem: "Missing API key: send 'Authorization: Bearer <API key>'" };
+}
+
+/** Reads a body as UTF-8 text, giving up (null) as soon as it exceeds `limit` bytes. */
+async function readBody(request: Request, limit: number): Promise<string | null> {
+  const declared = Number(request.headers.get("content-length") ?? NaN);
+  if (declared > limit) return null;
+  if (!request.body) return "";
+  if (declared >= 0) {
+    const text = await request.text();
+    return new TextEncoder().encode(text).byteLength > limit ? null : text;
+  }
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > limit) {
+      await reader.cancel().catch(() => {});
+      return null;
+    }
+    chunks.push(value);
+  }
+  const all = new Uint8Array(size);
+  let at = 0;
+  for (const chunk of chunks) all.set(chunk, at), (at += chunk.byteLength);
+  return new TextDecoder().decode(all);
+}
+
+interface RequestState {
+  key: ApiKeyInfo;
+  body: string;
+}
+
+interface Params {
+  query: string;
+  variables?: Record<string, unknown>;
+  operationName?: string;
+  extensions?: Record<string, unknown>;
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
+
+/** Checks a request's GraphQL parameters; throws an `Error` whose message a client can act on (-> 400). */
+function checkParams(data: Record<string, unknown>): Params {
+  const { query, variables, operationName, extensions } = data;
+  if (query === undefined || query === null) {
+    const fields = Object.keys(data);
+    throw new Error(
+      `Request has no "query": send a JSON object like {"query": "{ me { id name } }", "variables": {}}` +
+        (fields.length ? `; got the fields ${fields.map((f) => JSON.stringify(f)).join(", ")}` : ""),
+    );
+  }
+  if (typeof query !== "string") throw new Error(`"query" must be a string holding a GraphQL document`);
+  if (variables != null && !isObject(variables)) throw new Error(`"variables" must be a JSON object`);
+  if (operationName != null && typeof operationName !== "string") throw new Error(`"operationName" must be a string`);
+  if (extensions != null && !isObject(extensions)) throw new Error(`"extensions" must be a JSON object`);
+  return {
+    query,
+    variables: (variables ?? undefined) as Params["variables"],
+    operationName: (operationName ?? undefined) as string | undefined,
+    extensions: (extensions ?? undefined) as Params["extensions"],
+  };
+}
+
+function paramsFromUrl(url: URL): Params {
+  const json = (name: string) => {
+    const value = url.searchParams.get(name);
+    if (value === null) return undefined;
+    try {
+      return JSON.parse(value);
+    } catch {
+      throw new Error(`The "${name}" URL parameter is not valid JSON`);
+    }
+  };
+  const data: Record<string, unknown> = { variables: json("variables"), extensions: json("extensions") };
+  if (url.searchParams.has("query")) data.query = url.searchParams.get("query");
+  if (url.searchParams.has("operationName")) data.operationName = url.searchParams.get("operationName");
+  return checkParams(data);
+}
+
+function paramsFromBody(body: string, contentType: string | null): Params {
+  const mediaType = (contentType ?? "").split(";")[0].trim().toLowerCase();
+  if (mediaType !== "application/json" && mediaType !== "application/graphql-response+json") {
+    throw Object.assign(new Error("Unsupported Content-Type: send the request body as application/json"), { status: 415 });
+  }
+  if (!body.trim()) throw new Error(`Request body is empty: send a JSON object like {"query": "{ me { id name } }"}`);
+  let data: unknown;
+  try {
+    data = JSON.parse(body);
+  } catch (error) {
+    throw new Error(`Request body is not valid JSON (${error instanceof SyntaxError ? error.message : "parse error"})`);
+  }
+  if (!isObject(data)) throw new Error(`Request body must be a JSON object with a "query" string`);
+  return checkParams(data);
+}
+
+/** The code and public message of a ServiceError; store trouble never leaks paths or hosts. */
+function publicError(error: ServiceError): { code: string; message: string } {
+  if (error.code === "STORE_UNAVAILABLE") return { code: error.code, message: STORE_DOWN_MESSAGE };
+  if (error.code === "INTERNAL") return { code: error.code, message: "Internal server error" };
+  return { code: error.code, message: error.message };
+}
+
+const isStoreDown = (error: unknown) => error instanceof ServiceError && error.code === "STORE_UNAVAILABLE";
+
+/**
+ * Creates the service's request handler.
+ *
+ * @example
+ * const handler = createHandler({ store: createKeyStore() });
+ * const response = await handler(new Request("http://x/healthz")); // 200
+ */
+export function createHandler(options: HandlerOptions): FetchHandler {
+  const { store } = options;
+  const limit = options.maxBodyBytes ?? MAX_BODY_BYTES;
+  const onError = options.onError ?? ((error: unknown) => console.error("service-api: internal error:", error));
+  const state = new WeakMap<Request, RequestState>();
+  const stateOf = (raw: unknown): RequestState => state.get(raw as Request)!;
+
+  /** GraphQL errors as clients see them: a stable `extensions.code`, nothing internal. */
+  const formatError = (error: Readonly<GraphQLError | Error>): GraphQLError | Error => {
+    if (!(error instanceof GraphQLError)) {
+      return new GraphQLError(error.message, { extensions: { code: "BAD_REQUEST" } });
+    }
+    if (error.extensions?.code) return error;
+    const original = error.originalError;
+    const located = { nodes: error.nodes, source: error.source, positions: error.positions, path: error.path };
+    if (original instanceof ServiceError) {
+      const { code, message } = publicError(original);
+      if (code === "INTERNAL") onError(original);
+      return new GraphQLError(message, { ...located, extensions: { code } });
+    }
+    if (original && !(original instanceof GraphQLError)) {
+      onError(original);
+      return new GraphQLError("Internal server error", { ...located, extensions: { code: "INTERNAL" } });
+    }
+    return new GraphQLError(error.message, { ...located, extensions: { code: "BAD_USER_INPUT" } });
+  };
+
+  const graphql = createGraphQLHttpHandler<GraphQLContext>({
+    schema: createSchema(),
+    parse: ((source: string | { body: string }) =>
+      parseDocument(typeof source === "string" ? source : source.body)) as typeof graphqlParse,
+    validate: validateDocument,
+    context: (req) => ({ key: stateOf(req.raw).key, store }),
+    parseRequestParams: (req) => {
+      const raw = req.raw as Request;
+      try {
+        return raw.method === "GET"
+          ? paramsFromUrl(new URL(raw.url))
+          : paramsFromBody(stateOf(raw).body, raw.headers.get("content-type"));
+      } catch (error) {
+        const status = (error as { status?: number }).status;
+        if (status === 415) {
+          const body = JSON.stringify({ errors: [{ message: (error as Error).message, extensions: { code: "UNSUPPORTED_MEDIA_TYPE" } }] });
+          return [body, { status, statusText: "Unsupported Media Type", headers: { "content-type": JSON_TYPE } }];
+        }
+        throw error;
+      }
+    },
+    // A store failure inside a resolver is the server's trouble, not a partial answer: say 503.
+    onOperation: (_req, _args, result) => {
+      if (result.errors?.some((e) => isStoreDown(e.originalError))) {
+        const body = JSON.stringify({ errors: [{ message: STORE_DOWN_MESSAGE, extensions: { code: "STORE_UNAVAILABLE" } }] });
+        return [body, { status: 503, statusText: "Service Unavailable", headers: { "content-type": JSON_TYPE, "retry-after": "1" } }];
+      }
+    },
+    formatError,
+  });
+
+  const handleGraphQL = async (request: Request): Promise<Response> => {
+    if (request.method !== "GET" && request.method !== "POST") {
+      return errorResponse(405, "METHOD_NOT_ALLOWED", "Use POST (or GET for queries) on /graphql", { allow: "GET, POST" });
+    }
+    if (Number(request.headers.get("content-length") ?? 0) > limit) return tooLarge(limit);
+    const found = credential(request.headers);
+    if ("problem" in found) return unauthenticated(found.problem);
+    // The checksum catches mistyped and made-up keys without touching the store.
+    if (!isWellFormedSecret(found.secret)) {
+      return unauthenticated("Malformed API key: it should start with 'sapi_' and be copied completely");
+    }
+    const key = await store.verify(found.secret);
+    if (!key) return unauthenticated("Invalid or revoked API key");
+    const body = request.method === "POST" ? await readBody(request, limit) : "";
+    if (body === null) return tooLarge(limit);
+    state.set(request, { key, body });
+    return graphql(request);
+  };
+
+  return async (request) => {
+    try {
+      const { pathname } = new URL(request.url);
+      if (pathname === "/graphql") return await handleGraphQL(request);
+      if (pathname === "/healthz") {
+        if (request.method !== "GET" && request.method !== "HEAD") {
+          return errorResponse(405, "METHOD_NOT_ALLOWED", "Use GET on /healthz", { allow: "GET, HEAD" });
+        }
+        return new Response(request.method === "HEAD" ? null : JSON.stringify({ status: "ok" }), {
+          headers: { "content-type": JSON_TYPE },
+        });
+      }
+      return errorResponse(404, "NOT_FOUND", "Not found: the GraphQL endpoint is POST /graphql");
+    } catch (error) {
+      if (isStoreDown(error)) return storeDown();
+      onError(error);
+      return internal();
+    }
+  };
+}
+
+// ---- Listening: Deno.serve under Deno, node:http under Node. ----
+
+export interface ServeOptions extends HandlerOptions {
+  /** Interface to listen on (default 127.0.0.1). */
+  host?: string;
+  /** Port (default 3001); 0 picks a free one, see the returned `port`. */
+  port?: number;
+  /** How long `close()` waits for requests in flight before cutting connections (default 10 s). */
+  shutdownTimeoutMs?: number;
+}
+
+export interface RunningServer {
+  /** `http://host:port`, with the port actually bound. */
+  url: string;
+  host: string;
+  port: number;
+  /** Stops accepting connections, lets requests in flight finish, then resolves. */
+  close(): Promise<void>;
+}
+
+interface DenoServer {
+  addr: { hostname: string; port: number };
+  shutdown(): Promise<void>;
+  finished: Promise<void>;
+}
+interface DenoLike {
+  serve(
+    options: { hostname: string; port: number; onListen?: () => void },
+    handler: (request: Request) => Promise<Response>,
+  ): DenoServer;
+}
+
+const urlHost = (host: string) => (host.includes(":") ? `[${host}]` : host);
+
+/**
+ * Listens for HTTP requests with the service's handler.
+ *
+ * @example
+ * const server = await serve({ store: createKeyStore(), port: 0 });
+ * console.log(server.url); // http://127.0.0.1:54321
+ * await server.close();
+ */
+export async function serve(options: ServeOptions): Promise<RunningServer> {
+  const handler = createHandler(options);
+  const host = options.host ?? "127.0.0.1";
+  const port = options.port ?? 3001;
+  const deno = (globalThis as { Deno?: DenoLike }).Deno;
+  if (deno) {
+    const server = deno.serve({ hostname: host, port, onListen: () => {} }, handler);
+    const bound = server.addr.port;
+    return { url: `http://${urlHost(host)}:${bound}`, host, port: bound, close: () => server.shutdown() };
+  }
+  const { listenNode } = await import("./_node-http.ts");
+  return listenNode(handler, { host, port, maxBodyBytes: options.maxBodyBytes ?? MAX_BODY_BYTES, shutdownTimeoutMs: options.shutdownTimeoutMs ?? 10_000, tooLarge });
+}
