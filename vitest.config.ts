@@ -6,5 +6,8 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     globalSetup: ["tests/global-setup.ts"],
+    // Let Vite resolve graphql-http's own `import "graphql"` too, so tests load one graphql instance
+    // (Vite would otherwise give our sources graphql's ESM build and graphql-http Node's CJS one).
+    server: { deps: { inline: ["graphql-http"] } },
   },
 });

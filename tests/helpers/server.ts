@@ -1,0 +1,90 @@
+// Runs `service-api serve --port 0` as a child process (the built CLI, or Deno on the sources) and
+// hands back its URL; `stop()` sends a signal and resolves with how the process ended.
+import { type ChildProcess, spawn } from "node:child_process";
+import { join } from "node:path";
+import { CLI, ROOT } from "./cli.ts";
+
+export interface ServerProcess {
+  url: string;
+  child: ChildProcess;
+  /** Everything written to stderr so far. */
+  stderr(): string;
+  /** Sends `signal` (default SIGTERM) and resolves with the exit status, within `timeoutMs`. */
+  stop(signal?: NodeJS.Signals, timeoutMs?: number): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+export interface StartOptions {
+  store: string;
+  runtime?: "node" | "deno";
+  env?: Record<string, string | undefined>;
+  args?: string[];
+  timeoutMs?: number;
+}
+
+/** Starts a server and waits for its "listening on <url>" line. */
+export function startServer(options: StartOptions): Promise<ServerProcess> {
+  const args = ["serve", "--port", "0", "--store", options.store, ...(options.args ?? [])];
+  const child = options.runtime === "deno"
+    ? spawn(join(ROOT, "node_modules/.bin/deno"), ["run", "-A", "cli.ts", ...args], { cwd: ROOT })
+    : spawn(process.execPath, [CLI, ...args], { cwd: ROOT, env: { ...process.env, LOG_LEVEL: undefined, NO_COLOR: "1", ...options.env } });
+  let stderr = "";
+  child.stderr!.setEncoding("utf8").on("data", (d) => (stderr += d));
+  child.stdout!.resume();
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on("exit", (code, signal) => resolve({ code, signal }))
+  );
+
+  const server: Omit<ServerProcess, "url"> = {
+    child,
+    stderr: () => stderr,
+    async stop(signal = "SIGTERM", timeoutMs = 15_000) {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      const timer = new Promise<never>((_, reject) =>
+        setTimeout(() => {
+          child.kill("SIGKILL");
+          reject(new Error(`server did not exit within ${timeoutMs} ms after ${signal}; stderr:\n${stderr}`));
+        }, timeoutMs).unref()
+      );
+      return Promise.race([exited, timer]);
+    },
+  };
+
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`server did not start within ${options.timeoutMs ?? 30_000} ms; stderr:\n${stderr}`));
+    }, options.timeoutMs ?? 30_000);
+    const check = () => {
+      const match = /listening on (http:\/\/\S+)/.exec(stderr);
+      if (!match) return;
+      clearTimeout(timer);
+      child.stderr!.off("data", check);
+      resolve({ ...server, url: match[1] });
+    };
+    child.stderr!.on("data", check);
+    exited.then(({ code, signal }) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited early (${code ?? signal}); stderr:\n${stderr}`));
+    });
+  });
+}
+
+/** POSTs a GraphQL request with an optional bearer key; returns status, headers and parsed body. */
+export async function gql(
+  url: string,
+  query: string,
+  options: { key?: string; variables?: Record<string, unknown>; headers?: Record<string, string> } = {},
+): Promise<{ status: number; headers: Headers; body: any }> {
+  const response = await fetch(`${url}/graphql`, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      ...(options.key ? { authorization: `Bearer ${options.key}` } : {}),
+      ...options.headers,
+    },
+    body: JSON.stringify({ query, variables: options.variables }),
+    signal: AbortSignal.timeout(10_000),
+  });
+  const text = await response.text();
+  return { status: response.status, headers: response.headers, body: text ? JSON.parse(text) : null };
+}
