@@ -223,7 +223,13 @@ const API_KEY_MUTATIONS: Record<string, Rule> = {
       if (input.overwrite && !can(key, "API_KEY", "DELETE_ANY")) {
         throw forbidden("Forbidden: overwrite replaces an existing key and needs API_KEY:DELETE_ANY");
       }
-      const parsed = parseCreateInput(input);
+      // GraphQL sends `null` for an omitted optional field; the shared schemas expect it absent.
+      const parsed = parseCreateInput({
+        name: input.name,
+        description: input.description ?? undefined,
+        roles: input.roles ?? undefined,
+        permissions: input.permissions ?? undefined,
+      });
       noEscalation(key, parsed);
       return store.create(parsed, { overwrite: Boolean(input.overwrite) });
     },

@@ -12,9 +12,9 @@ const FIELDS = "id name description roles createdAt permissions { resource actio
 
 type RawKey = Omit<ApiKeyInfo, "description"> & { description?: string | null; key?: string | null };
 
-/** GraphQL gives `description: null`; the store's shape leaves it out. */
-function toInfo({ description, key: _key, ...rest }: RawKey): ApiKeyInfo {
-  return description ? { ...rest, description } : rest;
+/** The store's shape, field order included (GraphQL gives `description: null`; the store leaves it out). */
+function toInfo({ id, name, description, roles, permissions, createdAt }: RawKey): ApiKeyInfo {
+  return { id, name, ...(description ? { description } : {}), roles, permissions, createdAt };
 }
 
 export interface RemoteBackendOptions {
@@ -49,7 +49,7 @@ export function createRemoteBackend(options: RemoteBackendOptions | { client: Cl
         {
           input: {
             name: input.name,
-            description: input.description ?? null,
+            description: input.description,
             roles: input.roles,
             permissions: input.permissions,
             overwrite,
