@@ -43,7 +43,16 @@ function toItems(input: string | string[]): string[] {
 }
 
 const listInput = v.optional(v.union([v.string(), v.array(v.string())], "Expected a comma-separated list"), []);
-const show = (value: unknown) => JSON.stringify(String(value));
+/**
+ * Quotes a rejected value for a message. Cut to 40 characters, with invisible, control and bidi
+ * characters escaped and anything shaped like a secret elided, so a hostile or mistaken value can
+ * neither flood a log, rewrite the terminal line nor leak a key pasted into the wrong flag.
+ */
+const show = (value: unknown) => {
+  const chars = [...String(value).replace(/(sapi_)[0-9a-z]+/gi, "$1…")]; // never echo a pasted key
+  const text = chars.length > 40 ? chars.slice(0, 40).join("") + "…" : chars.join("");
+  return JSON.stringify(text).replace(/[\p{C}\p{Zl}\p{Zp}]/gu, (c) => `\\u{${c.codePointAt(0)!.toString(16)}}`);
+};
 
 /** Roles, comma-separated or as a list, case-insensitive; unknown roles are errors naming the valid ones. */
 export const RolesSchema = v.pipe(

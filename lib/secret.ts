@@ -51,7 +51,7 @@ export function generateSecret(): string {
 
 /** True when `secret` has the prefix, the length and a matching checksum: cheap, no store access. */
 export function isWellFormedSecret(secret: string): boolean {
-  if (!SHAPE.test(secret)) return false;
+  if (typeof secret !== "string" || !SHAPE.test(secret)) return false;
   const body = secret.slice(SECRET_PREFIX.length, SECRET_PREFIX.length + BODY_LENGTH);
   return secret.endsWith(base62(crc32(body), CHECK_LENGTH));
 }
