@@ -93,6 +93,9 @@ async function main(argv: string[]): Promise<Output> {
     const unknown = parsed.args[0];
     throw new ServiceError("USAGE", unknown ? `Unknown command '${unknown}'. Run 'service-api --help'.` : "Missing command. Run 'service-api --help'.");
   }
+  // cac's unknown-option check misses flags named like Object.prototype members (`--constructor`, `--__proto__`).
+  const inherited = argv.find((arg) => /^--?[^-]/.test(arg) && arg.replace(/^--?/, "").split(/[=.]/)[0] in Object.prototype);
+  if (inherited) throw new ServiceError("USAGE", `Unknown option \`${inherited.split("=")[0]}\`. Run 'service-api --help'.`);
   stringFlags(parsed.options, argv);
   await cli.runMatchedCommand();
   if (!action) throw new ServiceError("USAGE", "Nothing to do. Run 'service-api --help'.");
