@@ -77,6 +77,8 @@ export function formatError(error: unknown, asJson: boolean): Output {
   const known = error instanceof ServiceError
     ? error
     : new ServiceError("INTERNAL", `Unexpected error: ${error instanceof Error ? error.message : String(error)}`);
-  if (asJson) return { stdout: json({ error: known.message, code: known.code }), exitCode: known.exitCode };
-  return { notice: `Error: ${known.message}`, exitCode: known.exitCode };
+  // Last line of defence: a key pasted where a flag, command or value belongs is never echoed back.
+  const message = known.message.replace(/(sapi_)[0-9A-Za-z]+/gi, "$1…");
+  if (asJson) return { stdout: json({ error: message, code: known.code }), exitCode: known.exitCode };
+  return { notice: `Error: ${message}`, exitCode: known.exitCode };
 }
