@@ -16,12 +16,19 @@ const hasTmux = (() => {
 
 const quote = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
 
-/** One tmux server and session running one command in a 100x30 pseudo-terminal. */
+/**
+ * One tmux server and session running one command in a 100x30 pseudo-terminal. The server's socket
+ * lives in the test's temp directory: its own server per test, removed with the directory.
+ */
 class Terminal {
-  readonly socket = `sapi-test-${process.pid}-${Math.random().toString(36).slice(2)}`;
+  readonly socket: string;
+
+  constructor(dir: string) {
+    this.socket = join(dir, `tmux-${Math.random().toString(36).slice(2, 8)}`);
+  }
 
   tmux(...args: string[]): string {
-    return execFileSync("tmux", ["-L", this.socket, "-f", "/dev/null", ...args], { encoding: "utf8", timeout: 10_000 });
+    return execFileSync("tmux", ["-S", this.socket, "-f", "/dev/null", ...args], { encoding: "utf8", timeout: 10_000 });
   }
 
   /**
@@ -88,13 +95,14 @@ class Terminal {
 
 describe.skipIf(!hasTmux && !process.env.CI)("interactive mode at a real terminal (tmux)", () => {
   let term: Terminal;
+  let dir: string;
   let store: string;
   let cleanup: () => void;
 
   beforeEach(() => {
-    term = new Terminal();
-    ({ dir: store, cleanup } = tempDir());
-    store = join(store, "keys");
+    ({ dir, cleanup } = tempDir());
+    store = join(dir, "keys");
+    term = new Terminal(dir);
   });
 
   afterEach(() => {
@@ -208,7 +216,7 @@ describe.skipIf(!hasTmux && !process.env.CI)("interactive mode at a real termina
     expect(await term.exit()).toBe(130);
     term.kill();
 
-    const coloured = new Terminal();
+    const coloured = new Terminal(dir);
     term = coloured;
     coloured.start(["apikey", "--create", "--store", store], { NO_COLOR: null });
     await coloured.waitFor(/API key name/);
@@ -218,7 +226,7 @@ describe.skipIf(!hasTmux && !process.env.CI)("interactive mode at a real termina
   });
 
   test("stdout not a terminal: no prompt, exit 2 naming the flags to pass", async () => {
-    const out = join(store, "..", "out.txt");
+    const out = join(dir, "out.txt");
     term.start(["apikey", "--create", "--store", store], {}, ` > ${quote(out)}`);
     expect(await term.exit()).toBe(2);
     const screen = term.screen();
