@@ -7,7 +7,7 @@
  *   CONNECT  VIEWER + CONNECT__REMOTE_ACCESS:UPDATE_ANY
  *   GUEST    ME:READ_ANY
  */
-import { ACTIONS, type AuthAction, type Permission, type Resource, RESOURCES, type Role } from "./model.ts";
+import { ACTIONS, type AuthAction, type Permission, type Resource, RESOURCES, type Role, ROLES } from "./model.ts";
 import { groupPermissions, permissionPairs } from "./input.ts";
 
 const everyAction = (resource: Resource): Permission => ({ resource, actions: [...ACTIONS] });
@@ -30,25 +30,30 @@ export interface Grants {
   permissions: readonly Permission[];
 }
 
-const cache = new WeakMap<object, ReadonlySet<string>>();
+/** Adds a permission's pairs to `pairs`, each `X_ANY` with its `X_OWN`. */
+function addPairs(pairs: Set<string>, p: Permission): void {
+  for (const action of p.actions) {
+    pairs.add(`${p.resource}:${action}`);
+    if (action.endsWith("_ANY")) pairs.add(`${p.resource}:${action.slice(0, -4)}_OWN`);
+  }
+}
+
+/** Each role's effective pairs, computed once: `can` runs on every field of every request. */
+const ROLE_PAIRS = {} as Record<Role, ReadonlySet<string>>;
+for (const role of ROLES) {
+  const pairs = new Set<string>();
+  for (const p of ROLE_PERMISSIONS[role]) addPairs(pairs, p);
+  ROLE_PAIRS[role] = pairs;
+}
 
 /**
- * The effective permissions as a set of `RESOURCE:ACTION` strings (memoized per object).
+ * The effective permissions as a set of `RESOURCE:ACTION` strings.
  * @example effectivePairs({ roles: ["GUEST"], permissions: [] }).has("ME:READ_OWN") // true
  */
 export function effectivePairs(grants: Grants): ReadonlySet<string> {
-  const cached = cache.get(grants);
-  if (cached) return cached;
   const pairs = new Set<string>();
-  const add = (p: Permission) => {
-    for (const action of p.actions) {
-      pairs.add(`${p.resource}:${action}`);
-      if (action.endsWith("_ANY")) pairs.add(`${p.resource}:${action.slice(0, -4)}_OWN`);
-    }
-  };
-  for (const role of grants.roles) ROLE_PERMISSIONS[role].forEach(add);
-  grants.permissions.forEach(add);
-  cache.set(grants, pairs);
+  for (const role of grants.roles) for (const pair of ROLE_PAIRS[role]) pairs.add(pair);
+  for (const p of grants.permissions) addPairs(pairs, p);
   return pairs;
 }
 
@@ -66,7 +71,10 @@ export function effectivePermissions(grants: Grants): Permission[] {
  * @example can({ roles: ["VIEWER"], permissions: [] }, "API_KEY", "READ_ANY") // false
  */
 export function can(grants: Grants, resource: Resource, action: AuthAction): boolean {
-  return effectivePairs(grants).has(`${resource}:${action}`);
+  const pair = `${resource}:${action}`;
+  for (const role of grants.roles) if (ROLE_PAIRS[role].has(pair)) return true;
+  const any = action.endsWith("_OWN") ? (`${action.slice(0, -4)}_ANY` as AuthAction) : undefined;
+  return grants.permissions.some((p) => p.resource === resource && (p.actions.includes(action) || (any !== undefined && p.actions.includes(any))));
 }
 
 /**

@@ -64,10 +64,8 @@ async function readBody(request: Request, limit: number): Promise<string | null>
   const declared = Number(request.headers.get("content-length") ?? NaN);
   if (declared > limit) return null;
   if (!request.body) return "";
-  if (declared >= 0) {
-    const text = await request.text();
-    return new TextEncoder().encode(text).byteLength > limit ? null : text;
-  }
+  // With a declared length the HTTP layer delivers exactly that many bytes.
+  if (declared >= 0) return await request.text();
   const reader = request.body.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
