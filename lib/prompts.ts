@@ -81,7 +81,7 @@ async function askName(ask: Ask, flags: ApikeyFlags, store: KeyBackend): Promise
 async function askRoles(ask: Ask, problem?: string): Promise<Role[]> {
   const width = Math.max(...ROLES.map((role) => role.length));
   const choices = ROLES.map((role) => ({ value: role, label: `${role.padEnd(width)}  ${ROLE_DESCRIPTIONS[role]}` }));
-  return ask.multiselect(withProblem(`Roles (${TOGGLE}; none is fine if you add permissions):`, problem), choices);
+  return ask.multiselect(withProblem(`Roles (${TOGGLE}):`, problem), choices);
 }
 
 /** Resources from a list, then actions for all of them at once or for each one. */
@@ -176,17 +176,23 @@ export async function interactiveCreate(
 /** "2025-01-31T12:34:56.789Z" -> "2025-01-31 12:34" (UTC, as stored). */
 const shortTime = (iso: string) => iso.replace("T", " ").slice(0, 16);
 
-/** One line per key: name, id and creation time in aligned columns, then as much description as fits. */
+/**
+ * One line per key: name, id and creation time in aligned columns, then as much of the description
+ * as fits the terminal. When too little fits, the description becomes the hint the prompt shows
+ * beside the highlighted key.
+ */
 function keyChoices(keys: ApiKeyInfo[], columns: number): Choice[] {
   const width = (s: string) => [...s].length;
   const nameWidth = Math.max(...keys.map((key) => width(key.name)));
-  return keys.map((key) => {
+  return keys.map((key): Choice => {
     const label = `${key.name}${" ".repeat(nameWidth - width(key.name))}  ${key.id}  ${shortTime(key.createdAt)}`;
-    // Room left after the prompt's gutter and checkbox ("│  ◻ ", 5 columns) and the label.
-    const room = Math.max(columns - 5 - width(label) - 2, 20);
     const description = [...(key.description ?? "")];
-    const shown = description.length > room ? description.slice(0, room - 1).join("") + "…" : description.join("");
-    return { value: key.id, label: shown ? `${label}  ${shown}` : label };
+    if (description.length === 0) return { value: key.id, label };
+    // Room left after the checkbox ("◻ "), the label, two spaces, and one spare column against auto-wrap.
+    const room = columns - 3 - width(label) - 2;
+    if (description.length <= room) return { value: key.id, label: `${label}  ${description.join("")}` };
+    if (room >= 12) return { value: key.id, label: `${label}  ${description.slice(0, room - 1).join("")}…` };
+    return { value: key.id, label, hint: description.join("") };
   });
 }
 

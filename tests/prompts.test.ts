@@ -395,14 +395,21 @@ describe("interactive delete", () => {
     expect(options[0].label.indexOf(keys[0].id)).toBe(options[1].label.indexOf(keys[1].id));
   });
 
-  test("a long description is shortened to fit the terminal", async () => {
+  test("a long description is shortened to fit the terminal, or shown as a hint when there is no room", async () => {
     const store = createKeyStore();
-    await store.create(parseCreateInput({ name: "k", roles: "GUEST", description: "word ".repeat(100) }));
-    const s = scripted([["multiselect", /^API keys/, []]]);
-    await interactiveDelete({ delete: true }, store, { prompt: s.prompt, columns: 100 });
-    const { options } = s.asked[0].options as { options: { label: string }[] };
-    expect([...options[0].label].length).toBeLessThanOrEqual(100 - 5);
-    expect(options[0].label).toMatch(/…$/);
+    const description = "word ".repeat(20).trim();
+    await store.create(parseCreateInput({ name: "k", roles: "GUEST", description }));
+    const wide = scripted([["multiselect", /^API keys/, []]]);
+    await interactiveDelete({ delete: true }, store, { prompt: wide.prompt, columns: 100 });
+    const [shortened] = (wide.asked[0].options as { options: { label: string; hint?: string }[] }).options;
+    expect([...shortened.label].length).toBe(100 - 3);
+    expect(shortened.label).toMatch(/  word word.*…$/);
+
+    const narrow = scripted([["multiselect", /^API keys/, []]]);
+    await interactiveDelete({ delete: true }, store, { prompt: narrow.prompt, columns: 60 });
+    const [hinted] = (narrow.asked[0].options as { options: { label: string; hint?: string }[] }).options;
+    expect(hinted.label).not.toContain("word");
+    expect(hinted.hint).toBe(description);
   });
 
   test("deletes the one selected key of two after confirmation", async () => {
