@@ -44,6 +44,9 @@ export function redactRedisUrl(url: string): string {
   return url.replace(/\/\/[^@/]*@/, "//***@");
 }
 
+const messageOf = (error: unknown): string =>
+  (error instanceof Error ? error.message : String(error)).replace(/[.\s]+$/, "");
+
 /** Splits our own `prefix` query parameter off the URL; ioredis reads the remaining ones. */
 function splitPrefix(url: string): { url: string; prefix: string } {
   const parsed = new URL(url);
@@ -77,10 +80,10 @@ export async function openRedisBackend(url: string, options: RedisBackendOptions
   const { prefix } = parts;
 
   let lastError = "";
-  const unavailable = (reason: string, cause?: unknown) =>
+  const unavailable = (what: string, cause?: unknown) =>
     new ServiceError(
       "STORE_UNAVAILABLE",
-      `Key store unavailable: Redis at ${where} ${reason}. Check that Redis is running and reachable, or set SERVICE_API_STORE.`,
+      `Key store unavailable: ${what} (${where}). Check that Redis is running and reachable and the URL is right, or set SERVICE_API_STORE.`,
       { cause },
     );
 
@@ -94,12 +97,17 @@ export async function openRedisBackend(url: string, options: RedisBackendOptions
     // 0: a command in flight when the connection drops fails at once instead of waiting for a reconnect.
     maxRetriesPerRequest: 0,
     retryStrategy: (attempt) => Math.min(100 * 2 ** attempt, 2_000),
+    // ioredis waits this long for a closed socket's "close" (which a refused one never sends) before exiting.
+    disconnectTimeout: 100,
   };
   const driver = redisDriver(clientOptions) as Driver<unknown, Redis>;
   const client = driver.getInstance!() as Redis;
   // Without a listener ioredis prints every connection error to the console; keep the latest for messages.
   client.on("error", (error: Error) => {
-    lastError = error.message;
+    lastError = messageOf(error);
+  });
+  client.on("ready", () => {
+    lastError = "";
   });
 
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -112,16 +120,16 @@ export async function openRedisBackend(url: string, options: RedisBackendOptions
     ]);
   } catch (error) {
     client.disconnect();
-    const reason = lastError || (error instanceof Error ? error.message : String(error));
-    throw unavailable(`is not reachable (${reason})`, error);
+    const reason = lastError || messageOf(error);
+    throw unavailable(`cannot connect to Redis: ${reason}`, error);
   } finally {
     clearTimeout(timer);
   }
 
   const failure = (error: unknown): never => {
     if (error instanceof ServiceError) throw error;
-    const reason = error instanceof Error ? error.message : String(error);
-    throw unavailable(`did not answer (${client.status === "ready" ? reason : lastError || reason})`, error);
+    const reason = client.status === "ready" ? messageOf(error) : lastError || messageOf(error);
+    throw unavailable(`Redis request failed: ${reason}`, error);
   };
   const wrap = <A extends unknown[], R>(fn: (...args: A) => Promise<R>) => (...args: A): Promise<R> =>
     fn(...args).catch(failure);
