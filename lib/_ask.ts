@@ -53,8 +53,9 @@ export function createAsk(prompt: PromptFn = consolaPrompt): Ask {
     choices.some((choice) => choice.value === value);
 
   return {
-    // consola resolves an empty text answer without a default to undefined.
-    text: async (message) => String((await ask(message, { type: "text" })) ?? ""),
+    // consola resolves an empty answer to undefined and then shows the placeholder, or "undefined"
+    // when there is none: a blank placeholder keeps the screen blank (and Tab only types a space).
+    text: async (message) => String((await ask(message, { type: "text", placeholder: " " })) ?? ""),
     confirm: async (message, initial = false) => (await ask(message, { type: "confirm", initial })) === true,
     select: async (message, choices, initial) => {
       const answer = await ask(message, { type: "select", options: choices, initial });
