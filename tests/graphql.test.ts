@@ -152,6 +152,9 @@ describe("GraphQL key mutations", () => {
       message: "API key name must contain only letters, numbers, and spaces (Unicode letters are supported)",
       extensions: { code: "INVALID_INPUT" },
     });
+    // Optional fields sent as null are treated as absent, as GraphQL clients commonly send them.
+    const nulls = await gql(admin.key, CREATE, { input: { name: "nulls", description: null, roles: null, permissions: [{ resource: "ME", actions: ["READ_ANY"] }] } });
+    expect(nulls.body.data.apiKey.create).toMatchObject({ name: "nulls", description: null, roles: [] });
     const none = await gql(admin.key, CREATE, { input: { name: "empty" } });
     expect(none.body.errors[0]).toMatchObject({ message: "Please add at least one role or permission to the key.", extensions: { code: "INVALID_INPUT" } });
     const taken = await gql(admin.key, CREATE, { input: { name: "admin", roles: ["GUEST"] } });

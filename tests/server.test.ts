@@ -131,6 +131,16 @@ describe("service-api serve", () => {
     expect((await fetch(`${server.url}/admin`)).status).toBe(404);
   });
 
+  it("refuses a bad port with exit 2 and a taken port with exit 1, naming the problem", async () => {
+    const bad = await runCli(["serve", "--port", "70000", "--store", store]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/Invalid port '70000'/);
+    const { port } = new URL(server.url);
+    const taken = await runCli(["serve", "--port", port, "--store", store]);
+    expect(taken.code).toBe(1);
+    expect(taken.stderr).toMatch(/address already in use/);
+  });
+
   it("on SIGTERM stops accepting, finishes the request in flight, and exits 0", async () => {
     const own = await startServer({ store });
     const { key } = await createKey("shutdown key", "--roles", "ADMIN");
