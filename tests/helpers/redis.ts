@@ -1,9 +1,10 @@
-// A real redis-server for the tests, on a free loopback port, with no persistence; stopped afterwards.
+// A real redis-server for the tests, on a free loopback port, by default without persistence; stopped afterwards.
 // CI installs the Debian package (`apt-get install -y redis-server`). When it is missing the tests fail
 // with that instruction instead of skipping, so a green run always means Redis was exercised.
 import { type ChildProcess, spawn } from "node:child_process";
-import { accessSync, constants } from "node:fs";
+import { accessSync, constants, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { createConnection, createServer } from "node:net";
+import { tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
 
 export interface RedisServer {
@@ -12,8 +13,15 @@ export interface RedisServer {
   port: number;
   /** Stops the server (SIGTERM, then SIGKILL) and waits for it to exit. */
   stop(): Promise<void>;
-  /** Starts it again on the same port, empty (no persistence), and waits until it answers PING. */
+  /** Stops it for good and removes its data directory (use in afterAll with `persist`). */
+  destroy(): Promise<void>;
+  /** Starts it again on the same port (empty unless `persist`) and waits until it answers PING. */
   start(): Promise<void>;
+}
+
+export interface StartRedisOptions {
+  /** Keep the data across stop/start (append-only file, fsync always, in a temp dir removed by `destroy`). */
+  persist?: boolean;
 }
 
 /** Path of the redis-server binary: on PATH, else /usr/bin or /usr/local/bin; throws a clear error when absent. */
@@ -88,16 +96,19 @@ async function waitForPing(port: number, child: ChildProcess, log: () => string,
  * Starts a private redis-server on a free loopback port.
  * @example const redis = await startRedis(); afterAll(() => redis.stop());
  */
-export async function startRedis(): Promise<RedisServer> {
+export async function startRedis(options: StartRedisOptions = {}): Promise<RedisServer> {
   const binary = findRedisServer();
   const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), "service-api-redis-"));
+  const persistence = options.persist ? ["--appendonly", "yes", "--appendfsync", "always"] : ["--appendonly", "no"];
   let child: ChildProcess | undefined;
 
   const start = async () => {
+    mkdirSync(dir, { recursive: true });
     let log = "";
     const proc = spawn(
       binary,
-      ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", "/tmp", "--loglevel", "warning"],
+      ["--port", String(port), "--bind", "127.0.0.1", "--save", "", ...persistence, "--dir", dir, "--loglevel", "warning"],
       { stdio: ["ignore", "pipe", "pipe"] },
     );
     proc.stdout!.setEncoding("utf8").on("data", (d) => (log += d));
@@ -118,5 +129,18 @@ export async function startRedis(): Promise<RedisServer> {
   };
 
   await start();
-  return { url: `redis://127.0.0.1:${port}/0`, port, stop, start };
+  return {
+    url: `redis://127.0.0.1:${port}/0`,
+    port,
+    start,
+    stop: async () => {
+      await stop();
+      if (!options.persist) rmSync(dir, { recursive: true, force: true });
+    },
+    /** Stops the server and removes its data directory. */
+    destroy: async () => {
+      await stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
 }
