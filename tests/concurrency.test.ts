@@ -84,13 +84,11 @@ describe("concurrent CLI processes on one store", () => {
     expect(keys[0].roles).toEqual(["GUEST"]);
     expect(await s.verify(original.key as string)).toBeNull();
 
-    // A loser's record may linger on disk (the fs swap reads, then renames), but it is never a key:
-    // not listed, not found by id or name, and its secret does not authenticate.
-    const liveIds = new Set(keys.map((k) => k.id));
-    for (const record of storeFiles().records.filter((r) => !liveIds.has(r.id as string))) {
-      expect(await s.get(record.id as string)).toBeNull();
-    }
+    // Every replaced key is cleaned up: no loser's record or secret entry lingers on disk.
     expect((await s.getByName("shared"))?.id).toBe(keys[0].id);
+    const { records, indexEntries } = storeFiles();
+    expect(records.map((r) => r.id)).toEqual([keys[0].id]);
+    expect(indexEntries).toEqual([keys[0].id, keys[0].id]); // its name entry and its secret entry
   });
 
   it("creates racing deletes of the same names never corrupt the store", async () => {

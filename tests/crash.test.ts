@@ -33,12 +33,20 @@ interface Outcome {
   stderr: string;
   code: number | null;
   killed: boolean;
+  /** Killed after it had opened the store. */
+  duringStoreOp: boolean;
 }
 
 /**
+ * How long a command takes from logging "store: fs:" to exiting, measured on the runs left alone: the
+ * window in which its store operation happens. Adapts to how loaded the machine is.
+ */
+let storeWindowMs = 40;
+
+/**
  * Runs the CLI with LOG_LEVEL=debug and kills it with SIGKILL: either a random 0-80 ms after spawn
- * (mostly start-up), or a random 0-30 ms after it logs that it opened the store (the store operation
- * itself), or not at all.
+ * (mostly start-up), or at a random moment of its store operation (after it logs that it opened the
+ * store), or not at all.
  */
 function runAndMaybeKill(args: string[]): Promise<Outcome> {
   return new Promise((resolve, reject) => {
@@ -53,19 +61,22 @@ function runAndMaybeKill(args: string[]): Promise<Outcome> {
       if (child.exitCode === null && child.signalCode === null) killed = child.kill("SIGKILL");
     };
     const strategy = Math.random();
+    let storeOpened = 0;
     let timer: NodeJS.Timeout | undefined;
     if (strategy < 0.4) timer = setTimeout(kill, Math.random() * 80);
     child.stdout.setEncoding("utf8").on("data", (d) => (stdout += d));
     child.stderr.setEncoding("utf8").on("data", (d) => {
       stderr += d;
-      if (strategy >= 0.4 && strategy < 0.9 && !timer && stderr.includes("store: fs:")) {
-        timer = setTimeout(kill, Math.random() * 30);
+      if (!storeOpened && stderr.includes("store: fs:")) {
+        storeOpened = performance.now();
+        if (strategy >= 0.4 && strategy < 0.9) timer = setTimeout(kill, Math.random() * storeWindowMs);
       }
     });
     child.on("error", reject);
     child.on("close", (code) => {
       clearTimeout(timer);
-      resolve({ stdout, stderr, code, killed });
+      if (!killed && storeOpened) storeWindowMs = 0.7 * storeWindowMs + 0.3 * (performance.now() - storeOpened);
+      resolve({ stdout, stderr, code, killed, duringStoreOp: killed && storeOpened > 0 });
     });
   });
 }
@@ -85,7 +96,7 @@ describe("CLI processes killed with SIGKILL at random moments", () => {
   it("never lose a printed key, never half-apply an operation and never corrupt the store", async () => {
     const model = new Map<string, Known>(); // what the store must hold, as far as outputs tell us
     const revoked: string[] = []; // secrets that must no longer authenticate
-    const stats = { rounds: 0, processes: 0, killed: 0, killedBeforeOutput: 0, appliedWithoutOutput: 0, completed: 0 };
+    const stats = { rounds: 0, processes: 0, killed: 0, killedBeforeOutput: 0, killedInStoreOp: 0, appliedWithoutOutput: 0, completed: 0 };
     const started = Date.now();
 
     while (stats.rounds < MIN_ROUNDS || Date.now() - started < BUDGET_MS) {
@@ -130,6 +141,7 @@ describe("CLI processes killed with SIGKILL at random moments", () => {
 
         // Killed before printing: the operation happened entirely or not at all.
         stats.killedBeforeOutput++;
+        if (outcome.duringStoreOp) stats.killedInStoreOp++;
         if (op.kind === "create") {
           if (now) model.set(op.name, { id: now.id, secret: null });
           if (now) stats.appliedWithoutOutput++;
@@ -184,9 +196,11 @@ describe("CLI processes killed with SIGKILL at random moments", () => {
     expect(fresh.code, fresh.stderr).toBe(0);
     expect(await store.verify(JSON.parse(fresh.stdout).key)).not.toBeNull();
 
-    console.info(`crash test: ${JSON.stringify({ ...stats, temporaryFilesLeft: temporary, ms: Date.now() - started })}`);
+    const storeWindow = Math.round(storeWindowMs);
+    console.info(`crash test: ${JSON.stringify({ ...stats, temporaryFilesLeft: temporary, storeWindow, ms: Date.now() - started })}`);
     // The test only proves something if kills landed both before and after outputs were written.
     expect(stats.killedBeforeOutput).toBeGreaterThan(0);
+    expect(stats.killedInStoreOp).toBeGreaterThan(0);
     expect(stats.completed).toBeGreaterThan(0);
   }, 60_000);
 });

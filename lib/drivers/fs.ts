@@ -7,6 +7,7 @@
  */
 import { constants, promises as fsp } from "node:fs";
 import { dirname, join, resolve } from "node:path";
+import process from "node:process";
 import { defineDriver, type Driver } from "unstorage";
 import type { AtomicIndex } from "../store.ts";
 
@@ -20,6 +21,16 @@ export interface FsDriverOptions {
    * can be redone from scratch (benchmarks seeding 100,000 keys) should turn this off.
    */
   sync?: boolean;
+}
+
+/** True when a process with this pid exists on this host. */
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return isCode(error, "EPERM");
+  }
 }
 
 function isCode(error: unknown, ...codes: string[]): boolean {
@@ -111,6 +122,34 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
     }
   };
 
+  /**
+   * A short-lived lock beside `path`: a file holding the owner's pid, claimed with link(2). A lock whose
+   * owner is gone (killed mid-swap) or that is held implausibly long is broken, so a crash never blocks.
+   */
+  const lock = async (path: string): Promise<() => Promise<void>> => {
+    const lockPath = `${path}.lock${TMP}`;
+    const mine = await writeTemp(path, String(process.pid));
+    try {
+      for (let attempt = 0; ; attempt++) {
+        try {
+          await fsp.link(mine, lockPath);
+          return () => fsp.rm(lockPath, { force: true });
+        } catch (error) {
+          if (!isCode(error, "EEXIST")) throw error;
+        }
+        const owner = Number(await read(lockPath));
+        if (attempt >= 400 || (owner > 0 && !isAlive(owner))) {
+          const stale = `${lockPath}.${crypto.randomUUID()}${TMP}`;
+          await fsp.rename(lockPath, stale).then(() => fsp.rm(stale, { force: true }), () => {});
+          continue;
+        }
+        await new Promise((done) => setTimeout(done, 1 + Math.random() * 4));
+      }
+    } finally {
+      await fsp.rm(mine, { force: true });
+    }
+  };
+
   const atomic: AtomicIndex = {
     async claim(key, value) {
       const path = pathOf(key);
@@ -128,9 +167,16 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
     },
     async swap(key, value) {
       const path = pathOf(key);
-      const previous = await read(path);
-      await write(path, value);
-      return previous;
+      // Serialized per key, so each swap returns the value it really replaced: unlocked, two concurrent
+      // overwrites read the same old id and the record renamed over first is never cleaned up.
+      const release = await lock(path);
+      try {
+        const previous = await read(path);
+        await write(path, value);
+        return previous;
+      } finally {
+        await release();
+      }
     },
     async take(key) {
       const path = pathOf(key);
