@@ -56,7 +56,7 @@ class Terminal {
   }
 
   /** Polls the screen until it matches, or fails after a deadline showing what was there. */
-  async waitFor(pattern: RegExp, timeoutMs = 10_000): Promise<string> {
+  async waitFor(pattern: RegExp, timeoutMs = 15_000): Promise<string> {
     const deadline = Date.now() + timeoutMs;
     let screen = "";
     while (Date.now() < deadline) {
@@ -93,7 +93,8 @@ class Terminal {
   }
 }
 
-describe.skipIf(!hasTmux && !process.env.CI)("interactive mode at a real terminal (tmux)", () => {
+// Generous time limits: each wait is bounded, but a busy CI machine can be slow to start node.
+describe.skipIf(!hasTmux && !process.env.CI)("interactive mode at a real terminal (tmux)", { timeout: 60_000 }, () => {
   let term: Terminal;
   let dir: string;
   let store: string;
