@@ -67,7 +67,7 @@ async function askName(ask: Ask, flags: ApikeyFlags, store: KeyBackend): Promise
     if (!(await store.getByName(name))) return { name, replace: false };
     if (flags.overwrite) return { name, replace: true };
     const replace = await ask.confirm(
-      `An API key named '${name}' already exists. Replace it? It gets a new id and secret; the old secret stops working.`,
+      `API key '${name}' already exists. Replace it? The old secret stops working.`,
       false,
     );
     if (replace) return { name, replace: true };
@@ -168,7 +168,7 @@ export async function interactiveCreate(
 
   const created = await store.create(
     { name, description: finalDescription, roles, permissions },
-    { overwrite: replace },
+    { overwrite: replace || Boolean(flags.overwrite) },
   );
   return formatCreated(created, Boolean(flags.json), replace);
 }
