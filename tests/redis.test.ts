@@ -69,7 +69,7 @@ describe("CLI on a Redis store", () => {
     const listed = json(await cli("apikey", "--list", "--json"));
     expect(JSON.stringify(listed)).toContain(json(winners[0]).id);
     expect(JSON.stringify(listed).match(/"name":"race"/g)).toHaveLength(1);
-  });
+  }, 60_000);
 
   it("exits 1 quickly with a clear message when Redis is not running", async () => {
     const port = await freePort();
@@ -79,7 +79,8 @@ describe("CLI on a Redis store", () => {
     });
     const ms = performance.now() - started;
     expect(result.code).toBe(1);
-    expect(ms).toBeLessThan(3_000);
+    // Refused at once; the budget is for a cold node start on a loaded machine, far below any hang.
+    expect(ms).toBeLessThan(5_000);
     expect(result.stdout).toBe("");
     expect(result.stderr).toContain("Key store unavailable");
     expect(result.stderr).toContain(`redis://***@127.0.0.1:${port}/0`);
@@ -99,7 +100,7 @@ describe("CLI on a Redis store", () => {
         cli("apikey", "--delete", "--name", "before", "--json"),
         cli("apikey", "--list", "--json"),
       ]);
-      expect(performance.now() - started).toBeLessThan(3_000);
+      expect(performance.now() - started).toBeLessThan(5_000);
       for (const result of results) {
         expect(result.code).toBe(1);
         expect(json(result)).toMatchObject({ code: "STORE_UNAVAILABLE" });
