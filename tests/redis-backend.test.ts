@@ -78,6 +78,27 @@ describe("redis backend", () => {
     }
   });
 
+  it("refuses a Redis older than 6.2 at once, naming the version", async () => {
+    // A stand-in that answers every command with the INFO text of an old server.
+    const info = "# Server\r\nredis_version:5.0.7\r\nloading:0\r\n";
+    const old: Server = createServer((socket) =>
+      socket.on("data", (data) => {
+        // One reply per pipelined command (each starts with an array header such as `*2`).
+        const commands = String(data).split("\r\n").filter((line) => /^\*\d+$/.test(line)).length;
+        socket.write(`$${Buffer.byteLength(info)}\r\n${info}\r\n`.repeat(commands));
+      })
+    );
+    await new Promise<void>((resolve) => old.listen(0, "127.0.0.1", resolve));
+    const { port } = old.address() as { port: number };
+    try {
+      const { error } = await elapsed(() => openRedisBackend(`redis://127.0.0.1:${port}/0`));
+      expect((error as ServiceError).code).toBe("STORE_UNAVAILABLE");
+      expect((error as ServiceError).message).toContain("Redis 5.0.7 is too old, 6.2 or later is needed");
+    } finally {
+      old.close();
+    }
+  });
+
   it("an open store fails fast while Redis is down and recovers by itself when it is back", async () => {
     const store = await open(`${redis.url}?prefix=outage`);
     const before = await store.create(input("before"));

@@ -125,6 +125,12 @@ export async function openRedisBackend(url: string, options: RedisBackendOptions
   } finally {
     clearTimeout(timer);
   }
+  // SET ... GET and GETDEL arrived in 6.2; say so now rather than fail on the first overwrite or delete.
+  const version = /redis_version:(\d+)\.(\d+)[.\d]*/.exec(await client.info("server").catch(() => ""));
+  if (version && Number(version[1]) * 100 + Number(version[2]) < 602) {
+    client.disconnect();
+    throw unavailable(`Redis ${version[0].slice("redis_version:".length)} is too old, 6.2 or later is needed`);
+  }
 
   const failure = (error: unknown): never => {
     if (error instanceof ServiceError) throw error;
