@@ -51,12 +51,15 @@ async function main(argv: string[]): Promise<Output> {
     .example("service-api apikey --delete --name \"deploy key\"")
     .action((options: ApikeyFlags & { store?: string; url?: string }) => {
       action = async () => {
+        const notInteractiveBecause = !process.stdin.isTTY
+          ? "stdin is not a terminal"
+          : !process.stdout.isTTY ? "stdout is not a terminal" : undefined;
+        const terminal = { interactive: !notInteractiveBecause, notInteractiveBecause };
         if (options.url && options.store) throw new ServiceError("USAGE", "Use --url or --store, not both");
         const url = options.url ?? (options.store ? undefined : process.env.SERVICE_API_URL?.trim() || undefined);
         if (url) {
           const [{ runApikey }, { openRemoteBackend }] = await Promise.all([import("./lib/apikey.ts"), import("./lib/remote.ts")]);
-          const interactive = Boolean(process.stdin.isTTY && process.stdout.isTTY);
-          return await runApikey(options, openRemoteBackend(url, process.env), { interactive });
+          return await runApikey(options, openRemoteBackend(url, process.env), terminal);
         }
         const [{ runApikey }, { openKeyStore, parseStoreSpec }] = await Promise.all([
           import("./lib/apikey.ts"),
@@ -64,8 +67,7 @@ async function main(argv: string[]): Promise<Output> {
         ]);
         const store = await openKeyStore(parseStoreSpec(options.store), debug);
         try {
-          const interactive = Boolean(process.stdin.isTTY && process.stdout.isTTY);
-          return await runApikey(options, store, { interactive });
+          return await runApikey(options, store, terminal);
         } finally {
           await store.close();
         }

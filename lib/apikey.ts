@@ -26,13 +26,13 @@ export type KeyBackend = Pick<KeyStore, "create" | "deleteByName" | "list" | "is
 export interface ApikeyContext {
   /** True when a person can answer prompts (stdin and stdout are terminals). */
   interactive: boolean;
+  /** Why prompting is impossible, for the message (default: "stdin is not a terminal"). */
+  notInteractiveBecause?: string;
 }
 
-function missing(what: string, flags: string): ServiceError {
-  return new ServiceError(
-    "USAGE",
-    `Missing ${what}: stdin is not a terminal, so the command cannot ask for it. Pass ${flags}.`,
-  );
+function missing(what: string, flags: string, context: ApikeyContext): ServiceError {
+  const because = context.notInteractiveBecause ?? "stdin is not a terminal";
+  return new ServiceError("USAGE", `Missing ${what}: ${because}, so the command cannot ask for it. Pass ${flags}.`);
 }
 
 /**
@@ -55,7 +55,7 @@ export async function runApikey(flags: ApikeyFlags, store: KeyBackend, context: 
 
   if (flags.create) {
     if (flags.name === undefined) {
-      if (!context.interactive) throw missing("--name", "--name <name> and --roles <roles> or --permissions <RESOURCE:ACTION,...>");
+      if (!context.interactive) throw missing("--name", "--name <name> and --roles <roles> or --permissions <RESOURCE:ACTION,...>", context);
       const { interactiveCreate } = await import("./prompts.ts");
       return interactiveCreate(flags, store);
     }
@@ -65,7 +65,7 @@ export async function runApikey(flags: ApikeyFlags, store: KeyBackend, context: 
   }
 
   if (flags.name === undefined) {
-    if (!context.interactive) throw missing("--name", "--name <name>");
+    if (!context.interactive) throw missing("--name", "--name <name>", context);
     const { interactiveDelete } = await import("./prompts.ts");
     return interactiveDelete(flags, store);
   }

@@ -232,6 +232,7 @@ describe.skipIf(!hasTmux && !process.env.CI)("interactive mode at a real termina
     expect(await term.exit()).toBe(2);
     const screen = term.screen();
     expect(screen).not.toMatch(/API key name \(/);
+    expect(screen).toMatch(/stdout is not a terminal/);
     expect(screen).toMatch(/--name <name>/);
   });
 });
