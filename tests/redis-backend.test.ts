@@ -46,6 +46,13 @@ describe("redis backend", () => {
     expect(names.every((k) => k.startsWith("team-a:") || k.startsWith("team-b:"))).toBe(true);
   });
 
+  it("rejects a prefix with characters that would not name the same Redis keys everywhere", async () => {
+    const error = await openRedisBackend(`${redis.url}?prefix=a/b`).catch((e) => e);
+    expect(error).toBeInstanceOf(ServiceError);
+    expect(error.code).toBe("USAGE");
+    expect(error.message).toContain("Invalid Redis key prefix 'a/b'");
+  });
+
   it("uses the service-api prefix by default, through SERVICE_API_STORE", async () => {
     const store = await openKeyStore(parseStoreSpec(undefined, { SERVICE_API_STORE: redis.url }));
     await store.create(input("default prefix"));

@@ -51,8 +51,9 @@ const messageOf = (error: unknown): string =>
 function splitPrefix(url: string): { url: string; prefix: string } {
   const parsed = new URL(url);
   const prefix = (parsed.searchParams.get("prefix") ?? DEFAULT_REDIS_PREFIX).replace(/^:+|:+$/g, "");
-  if (!prefix || /[*?[\]\\\s]/.test(prefix)) {
-    throw new ServiceError("USAGE", `Invalid Redis key prefix '${prefix}': use letters, digits, '-', '_' or ':'`);
+  // Characters unstorage keeps as they are, so its keys and the atomic ones match byte for byte.
+  if (!/^[A-Za-z0-9_.:-]+$/.test(prefix)) {
+    throw new ServiceError("USAGE", `Invalid Redis key prefix '${prefix}': use letters, digits, '-', '_', '.' or ':'`);
   }
   parsed.searchParams.delete("prefix");
   return { url: parsed.toString(), prefix };
