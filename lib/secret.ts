@@ -4,6 +4,7 @@
  * the checksum lets a server reject a mistyped or forged key without touching the store.
  * Only the SHA-256 of a secret is ever stored.
  */
+import { createHash } from "node:crypto";
 
 export const SECRET_PREFIX = "sapi_";
 const ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
@@ -56,10 +57,10 @@ export function isWellFormedSecret(secret: string): boolean {
   return secret.endsWith(base62(crc32(body), CHECK_LENGTH));
 }
 
-/** SHA-256 of a string, as lowercase hex (Web Crypto, so it runs under Node and Deno). */
-export async function sha256Hex(text: string): Promise<string> {
-  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text)));
-  let hex = "";
-  for (const byte of digest) hex += byte.toString(16).padStart(2, "0");
-  return hex;
+/**
+ * SHA-256 of a string, as lowercase hex. node:crypto (which Deno provides too) hashes synchronously:
+ * on the service's hot path that is several times cheaper than a round trip through crypto.subtle.
+ */
+export function sha256Hex(text: string): Promise<string> {
+  return Promise.resolve(createHash("sha256").update(text).digest("hex"));
 }

@@ -5,11 +5,18 @@
  *   names:<sha256(name)> the id of the live key with that name   <- the commit point
  *   secrets:<sha256>     the id of the key with that secret
  *
+ *   meta:revision        changes whenever a key is deleted, replaced or updated
+ *
  * Every lookup is one read by a known key, so cost does not grow with the number of keys.
  * A key exists exactly when its name entry points at it: records are written before the name entry
  * is claimed or swapped, and the name entry is removed before anything else on delete. A process
  * that dies between the steps leaves at most an unreferenced record, never a half-made key, and a
  * secret only authenticates while its key's name entry points at its record.
+ *
+ * `verify` remembers keys it has verified, tagged with the revision it read first. A hit costs one
+ * read (the revision) instead of three, and any revocation by any process sharing the storage changes
+ * the revision before that process returns, so the next verify anywhere checks again. Entries also
+ * expire after `verifyCacheTtlMs` in case a process died between a revocation and its revision bump.
  */
 import { createStorage, type Storage } from "unstorage";
 import type { ApiKeyInfo, CreatedKey, CreateKeyInput, StoredKey } from "./model.ts";
@@ -72,6 +79,10 @@ export interface KeyStoreOptions {
   debug?: (message: string) => void;
   /** Releases connections when the store is closed. */
   dispose?: () => Promise<void> | void;
+  /** How many verified keys `verify` remembers (default 10,000; 0 turns the cache off). */
+  verifyCacheSize?: number;
+  /** Longest time a remembered key is trusted without a full check (default 5,000 ms). */
+  verifyCacheTtlMs?: number;
 }
 
 export interface CreateOptions {
@@ -100,6 +111,7 @@ export interface KeyStore {
 }
 
 const publicView = ({ hash: _hash, ...info }: StoredKey): ApiKeyInfo => info;
+const REVISION = "meta:revision";
 
 /**
  * Creates a key store over an unstorage `Storage`.
@@ -113,6 +125,13 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
   const storage = options.storage ?? createStorage();
   const atomic = options.atomic ?? createLocalAtomicIndex(storage);
   const debug = options.debug ?? (() => {});
+  const cacheSize = options.verifyCacheSize ?? 10_000;
+  const cacheTtl = options.verifyCacheTtlMs ?? 5_000;
+  const verified = new Map<string, { info: ApiKeyInfo; revision: string; at: number }>();
+
+  /** Marks that some key was revoked or changed: every process's remembered verifications lapse. */
+  const bumpRevision = () => storage.setItem(REVISION, crypto.randomUUID());
+  const readRevision = async () => String((await storage.getItem(REVISION)) ?? "");
 
   const nameKey = async (name: string) => `names:${await sha256Hex(name)}`;
   const readRecord = async (id: string | null): Promise<StoredKey | null> =>
@@ -169,7 +188,10 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
         ]);
         if (overwrite) {
           const previous = await atomic.swap(names, record.id);
-          if (previous && previous !== record.id) await discard(await readRecord(previous));
+          if (previous && previous !== record.id) {
+            await bumpRevision();
+            await discard(await readRecord(previous));
+          }
           debug(`create: ${previous ? `replaced key ${previous} with` : "stored"} ${record.id}`);
         } else if (!(await atomic.claim(names, record.id))) {
           await discard(record);
@@ -182,6 +204,7 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
     deleteByName: (name) =>
       guard("delete a key", async () => {
         const record = await readRecord(await atomic.take(await nameKey(name)));
+        if (record) await bumpRevision();
         await discard(record);
         debug(record ? `delete: removed key ${record.id}` : "delete: no key has that name");
         return record && publicView(record);
@@ -198,6 +221,7 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
           if (taken) await atomic.claim(names, taken);
           return null;
         }
+        await bumpRevision();
         await discard(record);
         return publicView(record);
       }),
@@ -217,6 +241,7 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
         }
         await storage.setItem(`keys:${id}`, next);
         if (renamed) await atomic.take(await nameKey(record.name));
+        await bumpRevision();
         return publicView(next);
       }),
 
@@ -247,8 +272,18 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
       guard("verify a key", async () => {
         if (!isWellFormedSecret(secret)) return null;
         const hash = await sha256Hex(secret);
+        // Read the revision before checking, so a revocation during the check is noticed next time.
+        const revision = cacheSize > 0 ? await readRevision() : "";
+        const hit = verified.get(hash);
+        if (hit && hit.revision === revision && performance.now() - hit.at < cacheTtl) return hit.info;
         const record = await live(await readRecord(await readId(`secrets:${hash}`)));
-        return record && record.hash === hash ? publicView(record) : null;
+        const info = record && record.hash === hash ? publicView(record) : null;
+        verified.delete(hash);
+        if (info && cacheSize > 0) {
+          if (verified.size >= cacheSize) verified.delete(verified.keys().next().value!);
+          verified.set(hash, { info, revision, at: performance.now() });
+        }
+        return info;
       }),
 
     close: async () => {

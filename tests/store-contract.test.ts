@@ -269,6 +269,22 @@ describe.each(Object.keys(backends))("key store contract on %s", (kind) => {
     expect((await store.getByName("hot"))?.id).toBe(live[0].id);
   });
 
+  it("an instance that remembers a verified key notices its revocation by another instance at once", async () => {
+    const other = await backend.open();
+    const doomed = await store.create(input("doomed"));
+    const rotated = await store.create(input("rotated"));
+    const changed = await store.create(input("changed"));
+    for (const k of [doomed, rotated, changed]) expect((await store.verify(k.key))?.id).toBe(k.id);
+    await other.deleteByName("doomed");
+    expect(await store.verify(doomed.key)).toBeNull();
+    await other.create(input("rotated"), { overwrite: true });
+    expect(await store.verify(rotated.key)).toBeNull();
+    await other.update(changed.id, { roles: ["ADMIN"] });
+    expect((await store.verify(changed.key))?.roles).toEqual(["ADMIN"]);
+    await other.deleteById(changed.id);
+    expect(await store.verify(changed.key)).toBeNull();
+  });
+
   it("stores no secret in clear, only its SHA-256", async () => {
     const created = [
       await store.create(input("one")),
