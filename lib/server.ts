@@ -6,7 +6,7 @@
  * Every request verifies its key against the store (a few reads by known keys), so a key deleted or
  * overwritten by the CLI stops working on the very next request, for every server sharing the store.
  */
-import { createHandler as createGraphQLHttpHandler } from "graphql-http/lib/use/fetch";
+import { createHandler as createGraphQLHttpHandler } from "graphql-http";
 import { GraphQLError, type parse as graphqlParse } from "graphql";
 import type { ApiKeyInfo } from "./model.ts";
 import { ServiceError } from "./errors.ts";
@@ -28,14 +28,38 @@ export interface HandlerOptions {
 /** A fetch-style request handler. */
 export type FetchHandler = (request: Request) => Promise<Response>;
 
+/**
+ * A request as the service sees it on any runtime. Adapters build it straight from the runtime's
+ * own request (no `Request` object on Node, which costs more than the GraphQL work of a small query).
+ */
+export interface ServiceRequest {
+  method: string;
+  /** Path and query, or an absolute URL. */
+  url: string;
+  headers: { get(name: string): string | null };
+  /** Reads the body as text; null once it is larger than the limit. Called only after authentication. */
+  body(): Promise<string | null>;
+}
+
+/** A response as the service produces it; adapters write it out. */
+export interface ServiceResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: string | null;
+}
+
+/** The runtime-neutral core of the service. */
+export type ServiceHandler = (request: ServiceRequest) => Promise<ServiceResponse>;
+
 const JSON_TYPE = "application/json; charset=utf-8";
 
 /** The `{"errors":[{message, extensions:{code}}]}` body every non-GraphQL failure uses. */
-function errorResponse(status: number, code: string, message: string, headers: Record<string, string> = {}): Response {
-  return new Response(JSON.stringify({ errors: [{ message, extensions: { code } }] }), {
+function errorResponse(status: number, code: string, message: string, headers: Record<string, string> = {}): ServiceResponse {
+  return {
     status,
     headers: { "content-type": JSON_TYPE, ...headers },
-  });
+    body: JSON.stringify({ errors: [{ message, extensions: { code } }] }),
+  };
 }
 
 const unauthenticated = (message: string) =>
@@ -47,7 +71,7 @@ const storeDown = () => errorResponse(503, "STORE_UNAVAILABLE", STORE_DOWN_MESSA
 const internal = () => errorResponse(500, "INTERNAL", "Internal server error");
 
 /** The secret from `Authorization: Bearer <key>` or `x-api-key: <key>`, or a message saying what is wrong. */
-function credential(headers: Headers): { secret: string } | { problem: string } {
+function credential(headers: ServiceRequest["headers"]): { secret: string } | { problem: string } {
   const authorization = headers.get("authorization")?.trim();
   if (authorization) {
     const match = /^Bearer\s+(\S+)$/i.exec(authorization);
@@ -59,8 +83,8 @@ function credential(headers: Headers): { secret: string } | { problem: string } 
   return { problem: "Missing API key: send 'Authorization: Bearer <API key>'" };
 }
 
-/** Reads a body as UTF-8 text, giving up (null) as soon as it exceeds `limit` bytes. */
-async function readBody(request: Request, limit: number): Promise<string | null> {
+/** Reads a fetch body as UTF-8 text, giving up (null) as soon as it exceeds `limit` bytes. */
+async function readFetchBody(request: Request, limit: number): Promise<string | null> {
   const declared = Number(request.headers.get("content-length") ?? NaN);
   if (declared > limit) return null;
   if (!request.body) return "";
@@ -164,18 +188,14 @@ function publicError(error: ServiceError): { code: string; message: string } {
 const isStoreDown = (error: unknown) => error instanceof ServiceError && error.code === "STORE_UNAVAILABLE";
 
 /**
- * Creates the service's request handler.
- *
- * @example
- * const handler = createHandler({ store: createKeyStore() });
- * const response = await handler(new Request("http://x/healthz")); // 200
+ * Creates the service's runtime-neutral handler (see `createHandler` for the fetch-style one).
  */
-export function createHandler(options: HandlerOptions): FetchHandler {
+export function createServiceHandler(options: HandlerOptions): ServiceHandler {
   const { store } = options;
   const limit = options.maxBodyBytes ?? MAX_BODY_BYTES;
   const onError = options.onError ?? ((error: unknown) => console.error("service-api: internal error:", error));
-  const state = new WeakMap<Request, RequestState>();
-  const stateOf = (raw: unknown): RequestState => state.get(raw as Request)!;
+  const state = new WeakMap<ServiceRequest, RequestState>();
+  const stateOf = (raw: unknown): RequestState => state.get(raw as ServiceRequest)!;
 
   /** GraphQL errors as clients see them: a stable `extensions.code`, nothing internal. */
   const formatError = (error: Readonly<GraphQLError | Error>): GraphQLError | Error => {
@@ -197,17 +217,17 @@ export function createHandler(options: HandlerOptions): FetchHandler {
     return new GraphQLError(error.message, { ...located, extensions: { code: "BAD_USER_INPUT" } });
   };
 
-  const graphql = createGraphQLHttpHandler<GraphQLContext>({
+  const graphql = createGraphQLHttpHandler<ServiceRequest, undefined, GraphQLContext>({
     schema: createSchema(),
     parse: ((source: string | { body: string }) =>
       parseDocument(typeof source === "string" ? source : source.body)) as typeof graphqlParse,
     validate: validateDocument,
     context: (req) => ({ key: stateOf(req.raw).key, store }),
     parseRequestParams: (req) => {
-      const raw = req.raw as Request;
+      const raw = req.raw;
       try {
         return raw.method === "GET"
-          ? paramsFromUrl(new URL(raw.url))
+          ? paramsFromUrl(new URL(raw.url, "http://localhost"))
           : paramsFromBody(stateOf(raw).body, raw.headers.get("content-type"));
       } catch (error) {
         const status = (error as { status?: number }).status;
@@ -228,7 +248,7 @@ export function createHandler(options: HandlerOptions): FetchHandler {
     formatError,
   });
 
-  const handleGraphQL = async (request: Request): Promise<Response> => {
+  const handleGraphQL = async (request: ServiceRequest): Promise<ServiceResponse> => {
     if (request.method !== "GET" && request.method !== "POST") {
       return errorResponse(405, "METHOD_NOT_ALLOWED", "Use POST (or GET for queries) on /graphql", { allow: "GET, POST" });
     }
@@ -241,23 +261,33 @@ export function createHandler(options: HandlerOptions): FetchHandler {
     }
     const key = await store.verify(found.secret);
     if (!key) return unauthenticated("Invalid or revoked API key");
-    const body = request.method === "POST" ? await readBody(request, limit) : "";
+    const body = request.method === "POST" ? await request.body() : "";
     if (body === null) return tooLarge(limit);
     state.set(request, { key, body });
-    return graphql(request);
+    const [text, init] = await graphql({
+      method: request.method,
+      url: request.url,
+      headers: request.headers,
+      body: body,
+      raw: request,
+      context: undefined,
+    });
+    return { status: init.status, headers: { ...init.headers }, body: text };
   };
 
   return async (request) => {
     try {
-      const { pathname } = new URL(request.url);
+      const { pathname } = new URL(request.url, "http://localhost");
       if (pathname === "/graphql") return await handleGraphQL(request);
       if (pathname === "/healthz") {
         if (request.method !== "GET" && request.method !== "HEAD") {
           return errorResponse(405, "METHOD_NOT_ALLOWED", "Use GET on /healthz", { allow: "GET, HEAD" });
         }
-        return new Response(request.method === "HEAD" ? null : JSON.stringify({ status: "ok" }), {
+        return {
+          status: 200,
           headers: { "content-type": JSON_TYPE },
-        });
+          body: request.method === "HEAD" ? null : JSON.stringify({ status: "ok" }),
+        };
       }
       return errorResponse(404, "NOT_FOUND", "Not found: the GraphQL endpoint is POST /graphql");
     } catch (error) {
@@ -265,6 +295,27 @@ export function createHandler(options: HandlerOptions): FetchHandler {
       onError(error);
       return internal();
     }
+  };
+}
+
+/**
+ * Creates the service's fetch-style request handler, for `Deno.serve`, other fetch runtimes and tests.
+ *
+ * @example
+ * const handler = createHandler({ store: createKeyStore() });
+ * const response = await handler(new Request("http://x/healthz")); // 200
+ */
+export function createHandler(options: HandlerOptions): FetchHandler {
+  const handle = createServiceHandler(options);
+  const limit = options.maxBodyBytes ?? MAX_BODY_BYTES;
+  return async (request) => {
+    const response = await handle({
+      method: request.method,
+      url: request.url,
+      headers: request.headers,
+      body: () => readFetchBody(request, limit),
+    });
+    return new Response(response.body, { status: response.status, headers: response.headers });
   };
 }
 
@@ -311,15 +362,19 @@ const urlHost = (host: string) => (host.includes(":") ? `[${host}]` : host);
  * await server.close();
  */
 export async function serve(options: ServeOptions): Promise<RunningServer> {
-  const handler = createHandler(options);
   const host = options.host ?? "127.0.0.1";
   const port = options.port ?? 3001;
   const deno = (globalThis as { Deno?: DenoLike }).Deno;
   if (deno) {
-    const server = deno.serve({ hostname: host, port, onListen: () => {} }, handler);
+    const server = deno.serve({ hostname: host, port, onListen: () => {} }, createHandler(options));
     const bound = server.addr.port;
     return { url: `http://${urlHost(host)}:${bound}`, host, port: bound, close: () => server.shutdown() };
   }
   const { listenNode } = await import("./_node-http.ts");
-  return listenNode(handler, { host, port, maxBodyBytes: options.maxBodyBytes ?? MAX_BODY_BYTES, shutdownTimeoutMs: options.shutdownTimeoutMs ?? 10_000, tooLarge });
+  return listenNode(createServiceHandler(options), {
+    host,
+    port,
+    maxBodyBytes: options.maxBodyBytes ?? MAX_BODY_BYTES,
+    shutdownTimeoutMs: options.shutdownTimeoutMs ?? 10_000,
+  });
 }
