@@ -15,8 +15,9 @@
  *
  * `verify` remembers keys it has verified, tagged with the revision it read first. A hit costs one
  * read (the revision) instead of three, and any revocation by any process sharing the storage changes
- * the revision before that process returns, so the next verify anywhere checks again. Entries also
- * expire after `verifyCacheTtlMs` in case a process died between a revocation and its revision bump.
+ * the revision before that process returns, so the next verify anywhere checks again. Revocations
+ * bump it before they act as well, so a process killed mid-way still leaves remembered verifications
+ * stale (short of one made in the instant between the two); entries also expire after `verifyCacheTtlMs`.
  */
 import { createStorage, type Storage } from "unstorage";
 import type { ApiKeyInfo, CreatedKey, CreateKeyInput, StoredKey } from "./model.ts";
@@ -36,6 +37,11 @@ export interface AtomicIndex {
   take(key: string): Promise<string | null>;
   /** True when at least one key lies under `prefix` (without listing them all). */
   hasAny(prefix: string): Promise<boolean>;
+  /**
+   * Optional: a token that differs whenever `key` has been rewritten, cheaper than reading it (the
+   * fs driver answers from one stat). Without it the store reads the entry itself.
+   */
+  version?(key: string): Promise<string>;
 }
 
 /** Atomic operations for a store used by one process only (memory, tests): a promise-chain mutex. */
@@ -131,7 +137,9 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
 
   /** Marks that some key was revoked or changed: every process's remembered verifications lapse. */
   const bumpRevision = () => storage.setItem(REVISION, crypto.randomUUID());
-  const readRevision = async () => String((await storage.getItem(REVISION)) ?? "");
+  const readRevision = atomic.version
+    ? () => atomic.version!(REVISION)
+    : async () => String((await storage.getItem(REVISION)) ?? "");
 
   const nameKey = async (name: string) => `names:${await sha256Hex(name)}`;
   const readRecord = async (id: string | null): Promise<StoredKey | null> =>
@@ -187,6 +195,9 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
           storage.setItem(`secrets:${record.hash}`, record.id),
         ]);
         if (overwrite) {
+          // Bumped before the swap as well as after: a process killed between the two must not leave
+          // other processes trusting remembered verifications of the key it replaced.
+          if (await storage.hasItem(names)) await bumpRevision();
           const previous = await atomic.swap(names, record.id);
           if (previous && previous !== record.id) {
             await bumpRevision();
@@ -203,7 +214,9 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
 
     deleteByName: (name) =>
       guard("delete a key", async () => {
-        const record = await readRecord(await atomic.take(await nameKey(name)));
+        const names = await nameKey(name);
+        if (await storage.hasItem(names)) await bumpRevision(); // before too, in case this process dies mid-way
+        const record = await readRecord(await atomic.take(names));
         if (record) await bumpRevision();
         await discard(record);
         debug(record ? `delete: removed key ${record.id}` : "delete: no key has that name");
@@ -215,6 +228,7 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
         const record = await live(await readRecord(id));
         if (!record) return null;
         const names = await nameKey(record.name);
+        await bumpRevision(); // before too, in case this process dies mid-way
         const taken = await atomic.take(names);
         // Lost a race with an overwrite: put the newer key's name entry back and report nothing deleted.
         if (taken !== id) {
@@ -239,6 +253,7 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
         if (renamed && !(await atomic.claim(await nameKey(next.name), id))) {
           throw new ServiceError("NAME_TAKEN", `API key with name '${next.name}' already exists.`);
         }
+        await bumpRevision(); // before too, in case this process dies mid-way
         await storage.setItem(`keys:${id}`, next);
         if (renamed) await atomic.take(await nameKey(record.name));
         await bumpRevision();

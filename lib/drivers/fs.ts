@@ -5,7 +5,7 @@
  * atomic index operations use link(2) and rename(2), which the file system performs atomically even
  * between processes. unstorage's own fs drivers write in place, which is why this one exists.
  */
-import { constants, promises as fsp, readFileSync } from "node:fs";
+import { constants, promises as fsp, readFileSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import process from "node:process";
 import { defineDriver, type Driver } from "unstorage";
@@ -194,6 +194,12 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
       await fsp.rm(taken, { force: true });
       await syncDir(dirname(path));
       return value;
+    },
+    // Every write renames a fresh file into place, so inode and change time together identify a
+    // version; one stat is far cheaper than open, read and close on the service's hot path.
+    async version(key) {
+      const stat = statSync(pathOf(key), { bigint: true, throwIfNoEntry: false });
+      return stat ? `${stat.ino}:${stat.ctimeNs}:${stat.size}` : "";
     },
     async hasAny(prefix) {
       let dir;
