@@ -169,10 +169,10 @@ describe("CLI processes killed with SIGKILL at random moments", () => {
       for (const secret of revoked) expect(await store.verify(secret)).toBeNull();
     }
 
-    // Every file that is not a temporary file is whole: records parse, index entries are whole ids.
+    // Every file that is not a temporary file is whole: records parse, index entries and the revision are whole ids.
     let temporary = 0;
     for (const sub of readdirSync(dir)) {
-      expect(["keys", "names", "secrets"]).toContain(sub);
+      expect(["keys", "names", "secrets", "meta"]).toContain(sub); // meta: the revision token
       for (const file of readdirSync(join(dir, sub))) {
         if (file.endsWith(".tmp")) {
           temporary++;
