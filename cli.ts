@@ -4,6 +4,7 @@
  * prints through the formatter. This is the only place that touches exit statuses.
  */
 import process from "node:process";
+import { isatty } from "node:tty";
 import { cac } from "cac";
 import type { ApikeyFlags } from "./lib/apikey.ts";
 import { ServiceError } from "./lib/errors.ts";
@@ -51,9 +52,10 @@ async function main(argv: string[]): Promise<Output> {
     .example("service-api apikey --delete --name \"deploy key\"")
     .action((options: ApikeyFlags & { store?: string; url?: string }) => {
       action = async () => {
-        const notInteractiveBecause = !process.stdin.isTTY
+        // isatty() rather than process.stdin.isTTY: touching process.stdin builds a stream we never read.
+        const notInteractiveBecause = !isatty(0)
           ? "stdin is not a terminal"
-          : !process.stdout.isTTY ? "stdout is not a terminal" : undefined;
+          : !isatty(1) ? "stdout is not a terminal" : undefined;
         const terminal = { interactive: !notInteractiveBecause, notInteractiveBecause };
         if (options.url && options.store) throw new ServiceError("USAGE", "Use --url or --store, not both");
         const url = options.url ?? (options.store ? undefined : process.env.SERVICE_API_URL?.trim() || undefined);

@@ -2,9 +2,8 @@
  * Every result and error of the `apikey` command as plain text or JSON. Functions here only build
  * strings; the CLI decides where they go (stdout for data, stderr for people).
  */
-import type { ApiKeyInfo, CreatedKey } from "./model.ts";
+import { type ApiKeyInfo, type CreatedKey, permissionPairs } from "./model.ts";
 import { ServiceError } from "./errors.ts";
-import { permissionPairs } from "./input.ts";
 
 /** What a command prints: `stdout` is data, `notice` is a line for people (stderr), and the exit status. */
 export interface Output {

@@ -3,7 +3,7 @@
  * flags, the interactive prompts and the GraphQL inputs, so all three accept exactly the same things.
  */
 import * as v from "valibot";
-import { ACTIONS, type CreateKeyInput, type Permission, RESOURCES, type Resource, type Role, ROLES } from "./model.ts";
+import { ACTIONS, type CreateKeyInput, groupPermissions, RESOURCES, type Resource, type Role, ROLES } from "./model.ts";
 import { ServiceError } from "./errors.ts";
 
 export const NAME_MAX = 100;
@@ -99,20 +99,6 @@ const toPairs = v.rawTransform<(string | v.InferOutput<typeof PermissionObject>)
   },
 );
 
-/** Groups `RESOURCE:ACTION` pairs by resource, both in enumeration order, without duplicates. */
-export function groupPermissions(pairs: Iterable<string>): Permission[] {
-  const wanted = new Set(pairs);
-  return RESOURCES.flatMap((resource): Permission[] => {
-    const actions = ACTIONS.filter((action) => wanted.has(`${resource}:${action}`));
-    return actions.length ? [{ resource, actions }] : [];
-  });
-}
-
-/** Flattens permissions into `RESOURCE:ACTION` pairs. */
-export function permissionPairs(permissions: readonly Permission[]): string[] {
-  return permissions.flatMap((p) => p.actions.map((a) => `${p.resource}:${a}`));
-}
-
 /**
  * Permissions as `"RESOURCE:ACTION,..."`, a list of such strings, or a list of `{ resource, actions }`
  * (the GraphQL shape); case-insensitive. The result is grouped by resource.
@@ -158,3 +144,4 @@ export function parseCreateInput(input: {
 }
 
 export type { Resource };
+export { groupPermissions, permissionPairs } from "./model.ts";

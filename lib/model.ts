@@ -64,3 +64,17 @@ export interface CreateKeyInput {
 export interface CreatedKey extends ApiKeyInfo {
   key: string;
 }
+
+/** Groups `RESOURCE:ACTION` pairs by resource, both in enumeration order, without duplicates. */
+export function groupPermissions(pairs: Iterable<string>): Permission[] {
+  const wanted = new Set(pairs);
+  return RESOURCES.flatMap((resource): Permission[] => {
+    const actions = ACTIONS.filter((action) => wanted.has(`${resource}:${action}`));
+    return actions.length ? [{ resource, actions }] : [];
+  });
+}
+
+/** Flattens permissions into `RESOURCE:ACTION` pairs. */
+export function permissionPairs(permissions: readonly Permission[]): string[] {
+  return permissions.flatMap((p) => p.actions.map((a) => `${p.resource}:${a}`));
+}
