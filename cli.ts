@@ -6,7 +6,8 @@
 import process from "node:process";
 import { isatty } from "node:tty";
 import { cac } from "cac";
-import type { ApikeyFlags } from "./lib/apikey.ts";
+import { type ApikeyFlags, runApikey } from "./lib/apikey.ts";
+import { openKeyStore, parseStoreSpec } from "./lib/config.ts";
 import { ServiceError } from "./lib/errors.ts";
 import { formatError, type Output } from "./lib/format.ts";
 import { createDebug } from "./lib/log.ts";
@@ -60,13 +61,9 @@ async function main(argv: string[]): Promise<Output> {
         if (options.url && options.store) throw new ServiceError("USAGE", "Use --url or --store, not both");
         const url = options.url ?? (options.store ? undefined : process.env.SERVICE_API_URL?.trim() || undefined);
         if (url) {
-          const [{ runApikey }, { openRemoteBackend }] = await Promise.all([import("./lib/apikey.ts"), import("./lib/remote.ts")]);
+          const { openRemoteBackend } = await import("./lib/remote.ts");
           return await runApikey(options, openRemoteBackend(url, process.env), terminal);
         }
-        const [{ runApikey }, { openKeyStore, parseStoreSpec }] = await Promise.all([
-          import("./lib/apikey.ts"),
-          import("./lib/config.ts"),
-        ]);
         const store = await openKeyStore(parseStoreSpec(options.store), debug);
         try {
           return await runApikey(options, store, terminal);

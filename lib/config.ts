@@ -10,6 +10,8 @@ import process from "node:process";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import { ServiceError } from "./errors.ts";
+import { createStorage } from "unstorage";
+import { fsDriver } from "./drivers/fs.ts";
 import { createKeyStore, type KeyStore } from "./store.ts";
 
 export type StoreSpec =
@@ -60,10 +62,8 @@ export function describeStore(spec: StoreSpec): string {
  */
 export async function openKeyStore(spec: StoreSpec, debug?: (message: string) => void): Promise<KeyStore> {
   debug?.(`store: ${describeStore(spec)}`);
-  const { createStorage } = await import("unstorage");
   if (spec.kind === "memory") return createKeyStore({ debug });
   if (spec.kind === "fs") {
-    const { fsDriver } = await import("./drivers/fs.ts");
     const driver = fsDriver({ base: spec.dir });
     return createKeyStore({ storage: createStorage({ driver }), atomic: driver.atomic, debug });
   }
