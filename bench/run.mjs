@@ -131,10 +131,10 @@ async function freePort() {
   return port;
 }
 
-async function load(url, headers, body) {
+async function load(url, headers, body, p = P) {
   const { default: autocannon } = await import("autocannon");
   const result = await autocannon({
-    url, method: "POST", headers, body, connections: P.connections, duration: P.duration,
+    url, method: "POST", headers, body, connections: p.connections, duration: p.duration,
   });
   if (result.non2xx || result.errors) throw new Error(`${url}: ${result.non2xx} non-2xx, ${result.errors} errors`);
   return { rps: result.requests.average, p99: result.latency.p99 };
@@ -163,6 +163,11 @@ async function service() {
   const probe = await fetch(`${a.url}/graphql`, { method: "POST", headers: headers(key), body: ME });
   if (probe.status !== 200) throw new Error(`service answered ${probe.status}: ${await probe.text()}`);
 
+  // Warm up all three (JIT, caches) before anything is counted.
+  const warm = { ...P, duration: 1 };
+  for (const [url, h] of [[bareUrl, { "content-type": "application/json" }], [`${a.url}/graphql`, headers(key)], [`${b.url}/graphql`, headers(bigKey)]]) {
+    await load(url, h, ME, warm);
+  }
   const r = { bare: [], svc: [], big: [] };
   for (let i = 0; i < P.serviceRounds; i++) {
     r.bare.push(await load(bareUrl, { "content-type": "application/json" }, ME));

@@ -277,7 +277,9 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
 
   return async (request) => {
     try {
-      const { pathname } = new URL(request.url, "http://localhost");
+      // Node gives a path, fetch runtimes a full URL; only the latter needs the URL parser.
+      const { url } = request;
+      const pathname = url.startsWith("/") ? url.split("?", 1)[0] : new URL(url).pathname;
       if (pathname === "/graphql") return await handleGraphQL(request);
       if (pathname === "/healthz") {
         if (request.method !== "GET" && request.method !== "HEAD") {

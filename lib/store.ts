@@ -41,7 +41,7 @@ export interface AtomicIndex {
    * Optional: a token that differs whenever `key` has been rewritten, cheaper than reading it (the
    * fs driver answers from one stat). Without it the store reads the entry itself.
    */
-  version?(key: string): Promise<string>;
+  version?(key: string): string | Promise<string>;
 }
 
 /** Atomic operations for a store used by one process only (memory, tests): a promise-chain mutex. */
@@ -141,7 +141,7 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
     ? () => atomic.version!(REVISION)
     : async () => String((await storage.getItem(REVISION)) ?? "");
 
-  const nameKey = async (name: string) => `names:${await sha256Hex(name)}`;
+  const nameKey = (name: string) => `names:${sha256Hex(name)}`;
   const readRecord = async (id: string | null): Promise<StoredKey | null> =>
     id ? ((await storage.getItem<StoredKey>(`keys:${id}`)) ?? null) : null;
   const readId = async (key: string): Promise<string | null> => {
@@ -187,7 +187,7 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
           roles: [...input.roles],
           permissions: input.permissions.map((p) => ({ resource: p.resource, actions: [...p.actions] })),
           createdAt: new Date().toISOString(),
-          hash: await sha256Hex(secret),
+          hash: sha256Hex(secret),
         };
         // Both entries are durable before the name entry commits the key; they can be written together.
         await Promise.all([
@@ -286,7 +286,7 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
     verify: (secret) =>
       guard("verify a key", async () => {
         if (!isWellFormedSecret(secret)) return null;
-        const hash = await sha256Hex(secret);
+        const hash = sha256Hex(secret);
         // Read the revision before checking, so a revocation during the check is noticed next time.
         const revision = cacheSize > 0 ? await readRevision() : "";
         const hit = verified.get(hash);

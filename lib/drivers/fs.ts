@@ -52,6 +52,7 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
   };
 
   const durable = options.sync !== false;
+  const versionPaths = new Map<string, string>(); // version() is asked about the same key on every request
 
   const syncDir = async (dir: string) => {
     if (!durable) return;
@@ -197,8 +198,10 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
     },
     // Every write renames a fresh file into place, so inode and change time together identify a
     // version; one stat is far cheaper than open, read and close on the service's hot path.
-    async version(key) {
-      const stat = statSync(pathOf(key), { bigint: true, throwIfNoEntry: false });
+    version(key) {
+      let path = versionPaths.get(key);
+      if (!path) versionPaths.set(key, (path = pathOf(key)));
+      const stat = statSync(path, { bigint: true, throwIfNoEntry: false });
       return stat ? `${stat.ino}:${stat.ctimeNs}:${stat.size}` : "";
     },
     async hasAny(prefix) {
