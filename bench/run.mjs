@@ -144,15 +144,10 @@ const ME = JSON.stringify({ query: "{ me { id name } }" });
 
 async function service() {
   console.error("Service throughput");
-  const bare = createServer((req, res) => {
-    req.resume();
-    req.on("end", () => {
-      res.writeHead(200, { "content-type": "application/json" });
-      res.end('{"data":{"me":{"id":"00000000-0000-4000-8000-000000000000","name":"bench"}}}');
-    });
-  });
-  await new Promise((r) => bare.listen(0, "127.0.0.1", r));
-  const bareUrl = `http://127.0.0.1:${bare.address().port}/graphql`;
+  const bare = spawn(process.execPath, [join(ROOT, "bench/bare-server.mjs")], { stdio: ["ignore", "pipe", "inherit"] });
+  children.add(bare);
+  const barePort = await new Promise((r) => bare.stdout.once("data", (d) => r(String(d).trim())));
+  const bareUrl = `http://127.0.0.1:${barePort}/graphql`;
 
   const small = join(work, "svc-small"), big = join(work, "svc-big");
   const [key] = await seed(small, 10);
@@ -178,7 +173,9 @@ async function service() {
   const p99 = (xs) => median(xs.map((x) => x.p99));
   report("service `{ me { id name } }` vs bare node:http (req/s)", `${rps(r.svc).toFixed(0)}/s p99 ${p99(r.svc)} ms`, `${rps(r.bare).toFixed(0)}/s p99 ${p99(r.bare)} ms`, rps(r.svc) / rps(r.bare), ">=0.6");
   report(`service with ${P.big} keys vs 10 keys (req/s)`, `${rps(r.big).toFixed(0)}/s`, `${rps(r.svc).toFixed(0)}/s`, rps(r.big) / rps(r.svc), ">=0.83");
-  await Promise.all([a.stop(), b.stop(), new Promise((res) => bare.close(res))]);
+  bare.kill("SIGTERM");
+  children.delete(bare);
+  await Promise.all([a.stop(), b.stop()]);
 
   console.error(`Memory: ${P.huge} keys vs 10`);
   const huge = join(work, "svc-huge");

@@ -238,8 +238,8 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
         throw error;
       }
     },
-    // A store failure inside a resolver is the server's trouble, not a partial answer: say 503.
     onOperation: (_req, _args, result) => {
+      // A store failure inside a resolver is the server's trouble, not a partial answer: say 503.
       if (result.errors?.some((e) => isStoreDown(e.originalError))) {
         const body = JSON.stringify({ errors: [{ message: STORE_DOWN_MESSAGE, extensions: { code: "STORE_UNAVAILABLE" } }] });
         return [body, { status: 503, statusText: "Service Unavailable", headers: { "content-type": JSON_TYPE, "retry-after": "1" } }];

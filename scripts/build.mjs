@@ -23,6 +23,8 @@ try {
     target: "node20",
     chunkNames: "chunks/[name]-[hash]",
     minifySyntax: true,
+    // graphql-js checks `instanceof` across realms on every value unless NODE_ENV is production.
+    define: { "process.env.NODE_ENV": '"production"' },
     legalComments: "none",
     // ioredis is bundled too (into the Redis chunk, loaded only for redis:// stores): resolving its
     // CommonJS tree from node_modules at run time cost several times more than reading one chunk.
