@@ -208,5 +208,6 @@ Each ratio compares two things measured alternately in the same run (medians of 
 CLI, ${P.serviceRounds} autocannon runs of ${P.duration} s with ${P.connections} connections for the service).
 
 ${table}
-`);
+
+${readFileSync(join(ROOT, "bench/NOTES.md"), "utf8")}`);
 }
