@@ -149,7 +149,7 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
     return typeof value === "string" ? value : null;
   };
   const live = async (record: StoredKey | null): Promise<StoredKey | null> =>
-    record && (await readId(await nameKey(record.name))) === record.id ? record : null;
+    record && (await readId(nameKey(record.name))) === record.id ? record : null;
 
   /** Removes what is left of a key once its name entry no longer points at it. */
   const discard = async (record: StoredKey | null) => {
@@ -174,7 +174,7 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
     create: (input, { overwrite = false } = {}) =>
       guard("create a key", async () => {
         const started = performance.now();
-        const names = await nameKey(input.name);
+        const names = nameKey(input.name);
         const taken = () =>
           new ServiceError("NAME_TAKEN", `API key with name '${input.name}' already exists. Use --overwrite to replace it.`);
         if (!overwrite && (await storage.hasItem(names))) throw taken();
@@ -214,7 +214,7 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
 
     deleteByName: (name) =>
       guard("delete a key", async () => {
-        const names = await nameKey(name);
+        const names = nameKey(name);
         if (await storage.hasItem(names)) await bumpRevision(); // before too, in case this process dies mid-way
         const record = await readRecord(await atomic.take(names));
         if (record) await bumpRevision();
@@ -227,7 +227,7 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
       guard("delete a key", async () => {
         const record = await live(await readRecord(id));
         if (!record) return null;
-        const names = await nameKey(record.name);
+        const names = nameKey(record.name);
         await bumpRevision(); // before too, in case this process dies mid-way
         const taken = await atomic.take(names);
         // Lost a race with an overwrite: put the newer key's name entry back and report nothing deleted.
@@ -250,12 +250,12 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
           throw new ServiceError("INVALID_INPUT", "Please add at least one role or permission to the key.");
         }
         const renamed = next.name !== record.name;
-        if (renamed && !(await atomic.claim(await nameKey(next.name), id))) {
+        if (renamed && !(await atomic.claim(nameKey(next.name), id))) {
           throw new ServiceError("NAME_TAKEN", `API key with name '${next.name}' already exists.`);
         }
         await bumpRevision(); // before too, in case this process dies mid-way
         await storage.setItem(`keys:${id}`, next);
-        if (renamed) await atomic.take(await nameKey(record.name));
+        if (renamed) await atomic.take(nameKey(record.name));
         await bumpRevision();
         return publicView(next);
       }),
@@ -267,7 +267,7 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
 
     getByName: (name) =>
       guard("read a key", async () => {
-        const record = await readRecord(await readId(await nameKey(name)));
+        const record = await readRecord(await readId(nameKey(name)));
         return record && publicView(record);
       }),
 
