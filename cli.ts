@@ -10,7 +10,7 @@ import { type ApikeyFlags, runApikey } from "./lib/apikey.ts";
 import { openKeyStore, parseStoreSpec } from "./lib/config.ts";
 import { ServiceError } from "./lib/errors.ts";
 import { formatError, type Output } from "./lib/format.ts";
-import { createDebug } from "./lib/log.ts";
+import { createDebug, resolveLogLevel } from "./lib/log.ts";
 import { VERSION } from "./lib/version.ts";
 
 const STRING_FLAGS = ["name", "description", "roles", "permissions", "store", "url", "host"] as const;
@@ -114,7 +114,7 @@ try {
     ? new ServiceError("USAGE", `${error.message}. Run 'service-api --help'.`)
     : error;
   output = formatError(usage, asJson);
-  if (!(usage instanceof ServiceError) && /^(debug|trace)$/i.test(process.env.LOG_LEVEL ?? "")) {
+  if (!(usage instanceof ServiceError) && ["debug", "trace"].includes(resolveLogLevel(process.env.LOG_LEVEL).level)) {
     process.stderr.write(`${(error as Error)?.stack ?? error}\n`);
   }
 }

@@ -20,7 +20,7 @@ export {
   PermissionsSchema,
   RolesSchema,
 } from "./lib/input.ts";
-export { generateSecret, isWellFormedSecret, SECRET_PREFIX, sha256Hex } from "./lib/secret.ts";
+export { generateSecret, isWellFormedSecret, redactSecrets, SECRET_PREFIX, sha256Hex } from "./lib/secret.ts";
 export { type AtomicIndex, createKeyStore, createLocalAtomicIndex, type KeyStore, type KeyStoreOptions } from "./lib/store.ts";
 export { defaultStoreDir, describeStore, openKeyStore, parseStoreSpec, type StoreSpec } from "./lib/config.ts";
 export { fsDriver, type FsDriverOptions } from "./lib/drivers/fs.ts";

@@ -2,6 +2,7 @@
 export interface Lru<K, V> {
   get(key: K): V | undefined;
   set(key: K, value: V): void;
+  delete(key: K): void;
   readonly size: number;
 }
 
@@ -21,6 +22,9 @@ export function createLru<K, V>(max: number): Lru<K, V> {
       map.delete(key);
       map.set(key, value);
       if (map.size > max) map.delete(map.keys().next().value as K);
+    },
+    delete(key) {
+      map.delete(key);
     },
     get size() {
       return map.size;

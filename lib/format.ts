@@ -4,6 +4,7 @@
  */
 import { type ApiKeyInfo, type CreatedKey, permissionPairs } from "./model.ts";
 import { ServiceError } from "./errors.ts";
+import { redactSecrets } from "./secret.ts";
 
 /** What a command prints: `stdout` is data, `notice` is a line for people (stderr), and the exit status. */
 export interface Output {
@@ -77,7 +78,7 @@ export function formatError(error: unknown, asJson: boolean): Output {
     ? error
     : new ServiceError("INTERNAL", `Unexpected error: ${error instanceof Error ? error.message : String(error)}`);
   // Last line of defence: a key pasted where a flag, command or value belongs is never echoed back.
-  const message = known.message.replace(/(sapi_)[0-9A-Za-z]+/gi, "$1…");
+  const message = redactSecrets(known.message);
   if (asJson) return { stdout: json({ error: message, code: known.code }), exitCode: known.exitCode };
   return { notice: `Error: ${message}`, exitCode: known.exitCode };
 }

@@ -5,6 +5,7 @@
 import * as v from "valibot";
 import { ACTIONS, type CreateKeyInput, groupPermissions, RESOURCES, type Resource, type Role, ROLES } from "./model.ts";
 import { ServiceError } from "./errors.ts";
+import { redactSecrets } from "./secret.ts";
 
 export const NAME_MAX = 100;
 export const DESCRIPTION_MAX = 1000;
@@ -49,7 +50,7 @@ const listInput = v.optional(v.union([v.string(), v.array(v.string())], "Expecte
  * neither flood a log, rewrite the terminal line nor leak a key pasted into the wrong flag.
  */
 const show = (value: unknown) => {
-  const chars = [...String(value).replace(/(sapi_)[0-9a-z]+/gi, "$1…")]; // never echo a pasted key
+  const chars = [...redactSecrets(String(value))];
   const text = chars.length > 40 ? chars.slice(0, 40).join("") + "…" : chars.join("");
   return JSON.stringify(text).replace(/[\p{C}\p{Zl}\p{Zp}]/gu, (c) => `\\u{${c.codePointAt(0)!.toString(16)}}`);
 };

@@ -7,8 +7,17 @@
  *   CONNECT  VIEWER + CONNECT__REMOTE_ACCESS:UPDATE_ANY
  *   GUEST    ME:READ_ANY
  */
-import { ACTIONS, type AuthAction, type Permission, type Resource, RESOURCES, type Role, ROLES } from "./model.ts";
-import { groupPermissions, permissionPairs } from "./input.ts";
+import {
+  ACTIONS,
+  type AuthAction,
+  groupPermissions,
+  type Permission,
+  permissionPairs,
+  type Resource,
+  RESOURCES,
+  type Role,
+  ROLES,
+} from "./model.ts";
 
 const everyAction = (resource: Resource): Permission => ({ resource, actions: [...ACTIONS] });
 const viewer: Permission[] = RESOURCES.filter((r) => r !== "API_KEY").map((resource) => ({

@@ -50,6 +50,15 @@ export function generateSecret(): string {
   return SECRET_PREFIX + body + base62(crc32(body), CHECK_LENGTH);
 }
 
+/**
+ * Replaces anything shaped like a secret with its prefix and an ellipsis, so a key pasted into the
+ * wrong flag or field is never echoed back in a message.
+ * @example redactSecrets("Unknown option `--sapi_3kTq…`") // "Unknown option `--sapi_…`"
+ */
+export function redactSecrets(text: string): string {
+  return text.replace(/(sapi_)[0-9a-z]+/gi, "$1…");
+}
+
 /** True when `secret` has the prefix, the length and a matching checksum: cheap, no store access. */
 export function isWellFormedSecret(secret: string): boolean {
   if (typeof secret !== "string" || !SHAPE.test(secret)) return false;

@@ -23,6 +23,7 @@ import { createStorage, type Storage } from "unstorage";
 import type { ApiKeyInfo, CreatedKey, CreateKeyInput, StoredKey } from "./model.ts";
 import { ServiceError } from "./errors.ts";
 import { generateSecret, isWellFormedSecret, sha256Hex } from "./secret.ts";
+import { createLru } from "./_lru.ts";
 
 /**
  * The few operations unstorage has no atomic form of. Each backend provides them with its own
@@ -133,7 +134,7 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
   const debug = options.debug ?? (() => {});
   const cacheSize = options.verifyCacheSize ?? 10_000;
   const cacheTtl = options.verifyCacheTtlMs ?? 5_000;
-  const verified = new Map<string, { info: ApiKeyInfo; revision: string; at: number }>();
+  const verified = createLru<string, { info: ApiKeyInfo; revision: string; at: number }>(cacheSize);
 
   /** Marks that some key was revoked or changed: every process's remembered verifications lapse. */
   const bumpRevision = () => storage.setItem(REVISION, crypto.randomUUID());
@@ -293,11 +294,8 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
         if (hit && hit.revision === revision && performance.now() - hit.at < cacheTtl) return hit.info;
         const record = await live(await readRecord(await readId(`secrets:${hash}`)));
         const info = record && record.hash === hash ? publicView(record) : null;
-        verified.delete(hash);
-        if (info && cacheSize > 0) {
-          if (verified.size >= cacheSize) verified.delete(verified.keys().next().value!);
-          verified.set(hash, { info, revision, at: performance.now() });
-        }
+        if (info && cacheSize > 0) verified.set(hash, { info, revision, at: performance.now() });
+        else verified.delete(hash);
         return info;
       }),
 
