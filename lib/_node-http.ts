@@ -16,7 +16,14 @@ export interface NodeListenOptions {
 }
 
 /** Reads the whole body as text, or null as soon as it grows past `limit` (the rest is drained, up to a bound). */
-function readBody(req: IncomingMessage, limit: number): Promise<string | null> {
+function readBody(req: IncomingMessage, limit: number): string | null | Promise<string | null> {
+  // The handler reads the body only after an await (key verification), by which time the parser has
+  // usually buffered a small body whole: take it at once instead of switching the stream to flowing.
+  if (req.complete && req.readableFlowing === null) {
+    const data = req.read() as Buffer | null;
+    if (data === null) return "";
+    return data.length > limit ? null : data.toString("utf8");
+  }
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;

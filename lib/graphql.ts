@@ -20,6 +20,7 @@ import {
   validate as graphqlValidate,
   type ValidationRule,
   type FragmentDefinitionNode,
+  type OperationDefinitionNode,
 } from "graphql";
 import { ACTIONS, type ApiKeyInfo, type AuthAction, type Permission, type Resource, RESOURCES, ROLES, type Role } from "./model.ts";
 import { ServiceError } from "./errors.ts";
@@ -159,6 +160,8 @@ interface Rule {
   needs: `${Resource}:${AuthAction}`;
   /** For `_ANY` rules: the id the field acts on; holding the matching `_OWN` action suffices when it is the caller's. */
   own?: (args: Args) => readonly string[];
+  /** The answer depends on nothing but the caller's key and the arguments: not on the store, the host or the clock. */
+  keyOnly?: true;
   resolve: Resolver;
 }
 
@@ -195,23 +198,26 @@ const grants = (roles: Role[] = [], permissions: Permission[] = []): Grants => (
 const QUERY: Record<string, Rule> = {
   apiKeys: { needs: "API_KEY:READ_ANY", resolve: (_, { store }) => store.list() },
   apiKey: { needs: "API_KEY:READ_ANY", own: (a) => [a.id], resolve: (a, { store }) => store.get(a.id) },
-  apiKeyPossibleRoles: { needs: "PERMISSION:READ_ANY", resolve: () => [...ROLES] },
+  apiKeyPossibleRoles: { needs: "PERMISSION:READ_ANY", keyOnly: true, resolve: () => [...ROLES] },
   apiKeyPossiblePermissions: {
     needs: "PERMISSION:READ_ANY",
+    keyOnly: true,
     resolve: () => RESOURCES.map((resource) => ({ resource, actions: [...ACTIONS] })),
   },
   getPermissionsForRoles: {
     needs: "PERMISSION:READ_ANY",
+    keyOnly: true,
     resolve: (a) => effectivePermissions(grants(parseInput(RolesSchema, a.roles))),
   },
   previewEffectivePermissions: {
     needs: "PERMISSION:READ_ANY",
+    keyOnly: true,
     resolve: (a) =>
       effectivePermissions(grants(parseInput(RolesSchema, a.roles ?? []), parseInput(PermissionsSchema, a.permissions ?? []))),
   },
-  getAvailableAuthActions: { needs: "PERMISSION:READ_ANY", resolve: () => [...ACTIONS] },
-  me: { needs: "ME:READ_OWN", resolve: (_, { key }) => key },
-  online: { needs: "ONLINE:READ_ANY", resolve: () => true },
+  getAvailableAuthActions: { needs: "PERMISSION:READ_ANY", keyOnly: true, resolve: () => [...ACTIONS] },
+  me: { needs: "ME:READ_OWN", keyOnly: true, resolve: (_, { key }) => key },
+  online: { needs: "ONLINE:READ_ANY", keyOnly: true, resolve: () => true },
   info: { needs: "INFO:READ_ANY", resolve: () => hostInfo() },
 };
 
@@ -291,6 +297,36 @@ export const FIELD_PERMISSIONS: Readonly<Record<string, string>> = Object.fromEn
   ...Object.entries(QUERY).map(([field, rule]) => [`Query.${field}`, rule.needs]),
   ...Object.entries(API_KEY_MUTATIONS).map(([field, rule]) => [`Mutation.apiKey.${field}`, rule.needs]),
 ]);
+
+/** Query fields (and introspection) whose answer is a function of the caller's key and the arguments alone. */
+const KEY_ONLY_FIELDS = new Set([
+  "__typename",
+  "__schema",
+  "__type",
+  ...Object.entries(QUERY).filter(([, rule]) => rule.keyOnly).map(([field]) => field),
+]);
+
+/**
+ * True when `operation` is a query that selects only fields answered from the caller's key and the
+ * arguments (`me`, the role and permission tables, introspection): the same key and the same request
+ * then always get the same answer, so the service may remember it for as long as the key's
+ * verification stands. Nested fields are plain properties of what those fields return.
+ */
+export function dependsOnKeyOnly(document: DocumentNode, operation: OperationDefinitionNode): boolean {
+  if (operation.operation !== "query") return false;
+  const fragments = new Map<string, FragmentDefinitionNode>();
+  for (const def of document.definitions) if (def.kind === Kind.FRAGMENT_DEFINITION) fragments.set(def.name.value, def);
+  // Validation has already refused fragment cycles and unknown fragments.
+  const keyOnly = (set: SelectionSetNode): boolean =>
+    set.selections.every((selection) =>
+      selection.kind === Kind.FIELD
+        ? KEY_ONLY_FIELDS.has(selection.name.value)
+        : selection.kind === Kind.INLINE_FRAGMENT
+        ? keyOnly(selection.selectionSet)
+        : keyOnly(fragments.get(selection.name.value)!.selectionSet)
+    );
+  return keyOnly(operation.selectionSet);
+}
 
 function hostInfo() {
   const versions = process.versions as Record<string, string | undefined>;

@@ -3,7 +3,8 @@ import { beforeEach, describe, expect, it } from "vitest";
 import { ACTIONS, type Permission, RESOURCES, ROLES, type Role } from "../lib/model.ts";
 import { createKeyStore, type KeyStore } from "../lib/store.ts";
 import { createHandler } from "../lib/server.ts";
-import { DOCUMENT_LIMITS, FIELD_PERMISSIONS, parseDocument } from "../lib/graphql.ts";
+import { dependsOnKeyOnly, DOCUMENT_LIMITS, FIELD_PERMISSIONS, parseDocument } from "../lib/graphql.ts";
+import { getOperationAST } from "graphql";
 
 let store: KeyStore;
 let handler: (request: Request) => Promise<Response>;
@@ -276,5 +277,19 @@ describe("GraphQL documents", () => {
   it("caches parsed documents: the same query text gives the same document", () => {
     expect(parseDocument("{ me { id } }")).toBe(parseDocument("{ me { id } }"));
     expect(parseDocument("{ me { id } }")).not.toBe(parseDocument("{ me { name } }"));
+  });
+
+  it("tells which queries depend on the caller's key alone (those may be answered from memory)", () => {
+    const keyOnly = (query: string) => {
+      const document = parseDocument(query);
+      return dependsOnKeyOnly(document, getOperationAST(document)!);
+    };
+    expect(keyOnly("{ me { id name roles } }")).toBe(true);
+    expect(keyOnly("{ online apiKeyPossibleRoles __typename }")).toBe(true);
+    expect(keyOnly("{ ...F } fragment F on Query { me { id } ... on Query { getAvailableAuthActions } }")).toBe(true);
+    expect(keyOnly("{ me { id } apiKeys { id } }")).toBe(false);
+    expect(keyOnly("{ ...F } fragment F on Query { info { hostname } }")).toBe(false);
+    expect(keyOnly("{ ... on Query { apiKey(id: \"x\") { id } } }")).toBe(false);
+    expect(keyOnly("mutation { apiKey { delete(input: { ids: [] }) } }")).toBe(false);
   });
 });

@@ -9,6 +9,7 @@ import { createKeyStore, type KeyStore } from "../lib/store.ts";
 import { createHandler, MAX_BODY_BYTES } from "../lib/server.ts";
 import { ServiceError } from "../lib/errors.ts";
 import { generateSecret } from "../lib/secret.ts";
+import { openKeyStore } from "../lib/config.ts";
 
 const tmp = tempDir();
 const store = join(tmp.dir, "keys");
@@ -240,6 +241,95 @@ describe("the handler, with a store that misbehaves", () => {
     expect(outside.status).toBe(500);
     expect(await outside.text()).not.toContain("hunter2");
     expect(seen.map((e) => (e as Error).message)).toEqual(["db password is hunter2", "hunter2 again"]);
+  });
+});
+
+describe("the fast path and remembered answers", () => {
+  type Sent = { body: string; headers?: Record<string, string>; method?: string };
+  const send = async (handler: ReturnType<typeof createHandler>, key: string, sent: Sent) => {
+    const response = await handler(
+      new Request("http://service/graphql", {
+        method: sent.method ?? "POST",
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json", ...sent.headers },
+        body: sent.body,
+      }),
+    );
+    return { status: response.status, headers: Object.fromEntries(response.headers), body: await response.text() };
+  };
+  const query = (query: string, extra: Record<string, unknown> = {}): Sent => ({ body: JSON.stringify({ query, ...extra }) });
+
+  it("answers every kind of request exactly as graphql-http does, the first time and from memory", async () => {
+    const store = createKeyStore();
+    const admin = await store.create({ name: "admin", roles: ["ADMIN"], permissions: [] });
+    const viewer = await store.create({ name: "viewer", roles: ["VIEWER"], permissions: [] });
+    const guest = await store.create({ name: "guest", roles: ["GUEST"], permissions: [] });
+    const fast = createHandler({ store });
+    const slow = createHandler({ store, fastPath: false });
+    const corpus: Sent[] = [
+      query("{ me { id name description roles permissions { resource actions } } }"),
+      query("{ me { id } online apiKeyPossibleRoles getAvailableAuthActions }"),
+      query("query Q($r: [Role!]!) { getPermissionsForRoles(roles: $r) { resource actions } }", { variables: { r: ["VIEWER"] } }),
+      query("query Q($r: [Role!]!) { getPermissionsForRoles(roles: $r) { resource } }", { variables: { r: ["NOPE"] } }),
+      query("query Q($r: [Role!]!) { getPermissionsForRoles(roles: $r) { resource } }"),
+      query("query A { me { id } } query B { online }", { operationName: "B" }),
+      query("query A { me { id } } query B { online }"),
+      query("query A { me { id } }", { operationName: "C" }),
+      query("{ ...F } fragment F on Query { me { name } ... on Query { online } }"),
+      query("{ apiKeys { name } me { name } }"),
+      query("{ apiKey(id: \"nope\") { name } }"),
+      query("{ info { hostname platform runtime version } }"),
+      query("{ __typename __type(name: \"Role\") { enumValues { name } } }"),
+      query("mutation { apiKey { delete(input: { ids: [\"nope\"] }) } }"),
+      query("mutation { apiKey { create(input: { name: \"x\", roles: [ADMIN] }) { id } } }"),
+      query("{ me { id "),
+      query("{ nope }"),
+      query("subscription { me { id } }"),
+      { body: "{\"query\": 7}" },
+      { body: "[]" },
+      { body: "not json" },
+      { body: "" },
+      { ...query("{ me { id } }"), headers: { accept: "application/graphql-response+json" } },
+      { ...query("{ nope }"), headers: { accept: "application/graphql-response+json" } },
+      { ...query("{ me { id } }"), headers: { accept: "text/html" } },
+      { ...query("{ me { id } }"), headers: { "content-type": "text/plain" } },
+      { ...query("{ me { id } }"), headers: { "content-type": "application/json; charset=utf-8" } },
+      { ...query("{ me { id } }"), headers: { accept: "application/json" } },
+    ];
+    // Only keys without API_KEY:CREATE_ANY, so that no request here changes the store.
+    for (const { key } of [viewer, guest]) {
+      for (const sent of corpus) {
+        const expected = await send(slow, key, sent);
+        expect(await send(fast, key, sent), sent.body).toEqual(expected);
+        expect(await send(fast, key, sent), `again: ${sent.body}`).toEqual(expected);
+      }
+    }
+    const mine = await send(fast, admin.key, query("{ me { name roles } }"));
+    expect(JSON.parse(mine.body)).toEqual({ data: { me: { name: "admin", roles: ["ADMIN"] } } });
+  });
+
+  it("a remembered answer lasts only while the key stands unchanged, also when another process changes it", async () => {
+    const dir = join(tmp.dir, "remembered");
+    const open = () => openKeyStore({ kind: "fs", dir });
+    const served = await open();
+    const elsewhere = await open();
+    const handler = createHandler({ store: served });
+    const { key, id } = await elsewhere.create({ name: "changing", roles: ["GUEST"], permissions: [] });
+    const me = query("{ me { name roles } }");
+    const roles = async () => JSON.parse((await send(handler, key, me)).body).data.me.roles;
+    expect(await roles()).toEqual(["GUEST"]);
+    expect(await roles()).toEqual(["GUEST"]);
+    await elsewhere.update(id, { roles: ["VIEWER"] });
+    expect(await roles()).toEqual(["VIEWER"]);
+    await elsewhere.deleteById(id);
+    expect((await send(handler, key, me)).status).toBe(401);
+
+    // Answers that read the store are never remembered: a create changes no key, yet shows at once.
+    const admin = await elsewhere.create({ name: "admin", roles: ["ADMIN"], permissions: [] });
+    const names = async () => JSON.parse((await send(handler, admin.key, query("{ apiKeys { name } }"))).body).data.apiKeys;
+    expect(await names()).toEqual([{ name: "admin" }]);
+    await elsewhere.create({ name: "later", roles: ["GUEST"], permissions: [] });
+    expect(await names()).toEqual([{ name: "admin" }, { name: "later" }]);
+    await Promise.all([served.close(), elsewhere.close()]);
   });
 });
 
