@@ -3,8 +3,7 @@
  * `service-api`: the command line. Parses argv with cac, picks the command, calls the library and
  * prints through the formatter. This is the only place that touches exit statuses.
  */
-import process from "node:process";
-import { isatty } from "node:tty";
+import { writeSync } from "node:fs";
 import { cac } from "cac";
 import { type ApikeyFlags, runApikey } from "./lib/apikey.ts";
 import { openKeyStore, parseStoreSpec } from "./lib/config.ts";
@@ -12,6 +11,10 @@ import { ServiceError } from "./lib/errors.ts";
 import { formatError, type Output } from "./lib/format.ts";
 import { createDebug, resolveLogLevel } from "./lib/log.ts";
 import { VERSION } from "./lib/version.ts";
+
+// `process` is the global (Node, Deno 2) rather than an import of `node:process`: that import builds an
+// ES module facade which reads every property of process, stdin and stdout included, and costs a
+// cold start about 10 ms. Likewise node:tty is loaded only when a prompt may be needed.
 
 const STRING_FLAGS = ["name", "description", "roles", "permissions", "store", "url", "host"] as const;
 
@@ -54,10 +57,13 @@ async function main(argv: string[]): Promise<Output> {
     .action((options: ApikeyFlags & { store?: string; url?: string }) => {
       action = async () => {
         // isatty() rather than process.stdin.isTTY: touching process.stdin builds a stream we never read.
-        const notInteractiveBecause = !isatty(0)
-          ? "stdin is not a terminal"
-          : !isatty(1) ? "stdout is not a terminal" : undefined;
-        const terminal = { interactive: !notInteractiveBecause, notInteractiveBecause };
+        const terminal = async () => {
+          const { isatty } = await import("node:tty");
+          const notInteractiveBecause = !isatty(0)
+            ? "stdin is not a terminal"
+            : !isatty(1) ? "stdout is not a terminal" : undefined;
+          return { interactive: !notInteractiveBecause, notInteractiveBecause };
+        };
         if (options.url && options.store) throw new ServiceError("USAGE", "Use --url or --store, not both");
         const url = options.url ?? (options.store ? undefined : process.env.SERVICE_API_URL?.trim() || undefined);
         if (url) {
@@ -103,21 +109,49 @@ async function main(argv: string[]): Promise<Output> {
   return await action();
 }
 
-const argv = process.argv.slice(2);
-const asJson = argv.includes("--json");
-let output: Output;
-try {
-  output = await main(argv);
-} catch (error) {
-  // cac reports bad usage (unknown flag, missing value) with its own error class.
-  const usage = error instanceof Error && error.name === "CACError"
-    ? new ServiceError("USAGE", `${error.message}. Run 'service-api --help'.`)
-    : error;
-  output = formatError(usage, asJson);
-  if (!(usage instanceof ServiceError) && ["debug", "trace"].includes(resolveLogLevel(process.env.LOG_LEVEL).level)) {
-    process.stderr.write(`${(error as Error)?.stack ?? error}\n`);
+/**
+ * Writes all of `text` to stdout (1) or stderr (2) with write(2). Building `process.stdout` for a pipe
+ * would load node:net and the streams machinery, a large share of a create's start-up. The rest goes
+ * through the stream only if the descriptor would block (EAGAIN: a full non-blocking pipe). Returns
+ * the error code when the text could not be written (a reader that has gone away, a closed descriptor).
+ */
+function writeOut(fd: 1 | 2, text: string): string | undefined {
+  const bytes = new TextEncoder().encode(text);
+  let at = 0;
+  try {
+    while (at < bytes.length) at += writeSync(fd, bytes, at);
+  } catch (error) {
+    const code = (error as { code?: string }).code ?? "EIO";
+    if (code !== "EAGAIN") return code;
+    (fd === 1 ? process.stdout : process.stderr).write(bytes.subarray(at));
   }
 }
-if (output.stdout) process.stdout.write(output.stdout);
-if (output.notice) process.stderr.write(output.notice + "\n");
-process.exitCode = output.exitCode;
+
+/** Runs the command line and sets the exit status; never throws. */
+async function run(argv: string[]): Promise<void> {
+  const asJson = argv.includes("--json");
+  let output: Output;
+  try {
+    output = await main(argv);
+  } catch (error) {
+    // cac reports bad usage (unknown flag, missing value) with its own error class.
+    const usage = error instanceof Error && error.name === "CACError"
+      ? new ServiceError("USAGE", `${error.message}. Run 'service-api --help'.`)
+      : error;
+    output = formatError(usage, asJson);
+    if (!(usage instanceof ServiceError) && ["debug", "trace"].includes(resolveLogLevel(process.env.LOG_LEVEL).level)) {
+      writeOut(2, `${(error as Error)?.stack ?? error}\n`);
+    }
+  }
+  const failed = output.stdout ? writeOut(1, output.stdout) : undefined;
+  if (output.notice) writeOut(2, output.notice + "\n");
+  process.exitCode = output.exitCode;
+  if (failed) {
+    // Say so, most of all after a create: its secret is shown nowhere else.
+    writeOut(2, `Error: Could not write the result to stdout (${failed})\n`);
+    process.exitCode = 1;
+  }
+}
+
+// Not a top-level await: the built CLI is a CommonJS bundle (see scripts/build.mjs).
+void run(process.argv.slice(2));

@@ -25,7 +25,7 @@ export { type AtomicIndex, createKeyStore, createLocalAtomicIndex, type KeyStore
 export { defaultStoreDir, describeStore, openKeyStore, parseStoreSpec, type StoreSpec } from "./lib/config.ts";
 export { fsDriver, type FsDriverOptions } from "./lib/drivers/fs.ts";
 export { formatCreated, formatDeleted, formatError, formatList, formatNothingDeleted, type Output } from "./lib/format.ts";
-export { type ApikeyFlags, type KeyBackend, runApikey } from "./lib/apikey.ts";
+export { type ApikeyContext, type ApikeyFlags, type KeyBackend, runApikey, type TerminalState } from "./lib/apikey.ts";
 export { can, canGrant, effectivePairs, effectivePermissions, escalation, type Grants, ROLE_PERMISSIONS } from "./lib/policy.ts";
 export {
   createSchema,

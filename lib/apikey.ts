@@ -23,14 +23,23 @@ export interface ApikeyFlags {
 /** What the command needs of a store: the local store and the remote (GraphQL) one both provide it. */
 export type KeyBackend = Pick<KeyStore, "create" | "deleteByName" | "list" | "isEmpty" | "getByName">;
 
-export interface ApikeyContext {
+export interface TerminalState {
   /** True when a person can answer prompts (stdin and stdout are terminals). */
   interactive: boolean;
   /** Why prompting is impossible, for the message (default: "stdin is not a terminal"). */
   notInteractiveBecause?: string;
 }
 
-function missing(what: string, flags: string, context: ApikeyContext): ServiceError {
+/** The terminal's state, or a function that finds it out (called only when a prompt is needed). */
+export type ApikeyContext = TerminalState | (() => Promise<TerminalState>);
+
+/** The terminal's state when a prompt is needed: null when a person can answer. */
+async function cannotPrompt(context: ApikeyContext): Promise<TerminalState | null> {
+  const state = typeof context === "function" ? await context() : context;
+  return state.interactive ? null : state;
+}
+
+function missing(what: string, flags: string, context: TerminalState): ServiceError {
   const because = context.notInteractiveBecause ?? "stdin is not a terminal";
   return new ServiceError("USAGE", `Missing ${what}: ${because}, so the command cannot ask for it. Pass ${flags}.`);
 }
@@ -55,7 +64,8 @@ export async function runApikey(flags: ApikeyFlags, store: KeyBackend, context: 
 
   if (flags.create) {
     if (flags.name === undefined) {
-      if (!context.interactive) throw missing("--name", "--name <name> and --roles <roles> or --permissions <RESOURCE:ACTION,...>", context);
+      const unable = await cannotPrompt(context);
+      if (unable) throw missing("--name", "--name <name> and --roles <roles> or --permissions <RESOURCE:ACTION,...>", unable);
       const { interactiveCreate } = await import("./prompts.ts");
       return interactiveCreate(flags, store);
     }
@@ -65,7 +75,8 @@ export async function runApikey(flags: ApikeyFlags, store: KeyBackend, context: 
   }
 
   if (flags.name === undefined) {
-    if (!context.interactive) throw missing("--name", "--name <name>", context);
+    const unable = await cannotPrompt(context);
+    if (unable) throw missing("--name", "--name <name>", unable);
     const { interactiveDelete } = await import("./prompts.ts");
     return interactiveDelete(flags, store);
   }

@@ -6,7 +6,6 @@
  *   memory:              this process only (tests, experiments)
  *   redis://host:port/db several hosts sharing one set of keys
  */
-import process from "node:process";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import { ServiceError } from "./errors.ts";

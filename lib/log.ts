@@ -3,7 +3,6 @@
  * silent, error, warn, info (default), debug, trace. Nothing logged ever contains a secret: callers
  * log ids and names, and the store never sees a secret after hashing it.
  */
-import process from "node:process";
 import type { ConsolaInstance } from "consola/basic";
 
 export const LOG_LEVEL_NAMES = ["silent", "error", "warn", "info", "debug", "trace"] as const;

@@ -1,5 +1,5 @@
 /**
- * API key secrets: `sapi_` + 43 base62 characters (256 bits from `crypto.getRandomValues`) + a
+ * API key secrets: `sapi_` + 43 base62 characters (256 bits from the system CSPRNG) + a
  * 6-character base62 CRC-32 of those characters. The prefix lets secret scanners find leaked keys;
  * the checksum lets a server reject a mistyped or forged key without touching the store.
  * Only the SHA-256 of a secret is ever stored.
@@ -34,7 +34,8 @@ function base62(value: number, width: number): string {
 function randomBase62(length: number): string {
   let out = "";
   while (out.length < length) {
-    for (const byte of crypto.getRandomValues(new Uint8Array(length * 2))) {
+    // node:crypto, which hashing needs anyway; the Web Crypto global would load a second crypto layer.
+    for (const byte of nodeCrypto.randomFillSync(new Uint8Array(length * 2))) {
       if (byte < 248 && out.length < length) out += ALPHABET[byte % 62];
     }
   }

@@ -22,6 +22,7 @@
 import { createStorage, type Storage } from "unstorage";
 import type { ApiKeyInfo, CreatedKey, CreateKeyInput, StoredKey } from "./model.ts";
 import { ServiceError } from "./errors.ts";
+import { randomUUID } from "node:crypto";
 import { generateSecret, isWellFormedSecret, sha256Hex } from "./secret.ts";
 import { createLru } from "./_lru.ts";
 
@@ -137,7 +138,7 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
   const verified = createLru<string, { info: ApiKeyInfo; revision: string; at: number }>(cacheSize);
 
   /** Marks that some key was revoked or changed: every process's remembered verifications lapse. */
-  const bumpRevision = () => storage.setItem(REVISION, crypto.randomUUID());
+  const bumpRevision = () => storage.setItem(REVISION, randomUUID());
   const readRevision = atomic.version
     ? () => atomic.version!(REVISION)
     : async () => String((await storage.getItem(REVISION)) ?? "");
@@ -177,7 +178,7 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
   return {
     create: (input, { overwrite = false } = {}) =>
       guard("create a key", async () => {
-        const started = performance.now();
+        const started = Date.now(); // not performance.now(): that global loads perf_hooks on a cold start
         const names = nameKey(input.name);
         const taken = () =>
           new ServiceError("NAME_TAKEN", `API key with name '${input.name}' already exists. Use --overwrite to replace it.`);
@@ -185,7 +186,7 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
 
         const secret = generateSecret();
         const record: StoredKey = {
-          id: crypto.randomUUID(),
+          id: randomUUID(),
           name: input.name,
           ...(input.description ? { description: input.description } : {}),
           roles: [...input.roles],
@@ -212,7 +213,7 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
           await discard(record);
           throw taken();
         }
-        debug(`create: key ${record.id} committed in ${(performance.now() - started).toFixed(1)} ms`);
+        debug(`create: key ${record.id} committed in ${Date.now() - started} ms`);
         return { ...publicView(record), key: secret };
       }),
 

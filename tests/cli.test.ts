@@ -1,10 +1,11 @@
 // The non-interactive `service-api apikey` command, run as a user runs it: the built CLI in a child
 // process over a temporary fs store. Covers every row of the specification's operation and error tables.
+import { spawn } from "node:child_process";
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { openKeyStore } from "../lib/config.ts";
-import { cliWithStore, runCli, type RunResult } from "./helpers/cli.ts";
+import { CLI, cliWithStore, runCli, type RunResult } from "./helpers/cli.ts";
 
 let env: ReturnType<typeof cliWithStore>;
 beforeEach(() => (env = cliWithStore()));
@@ -166,6 +167,22 @@ describe("apikey --create", () => {
     const result = await cli("apikey", "--create", "--name", "fresh", "--roles", "ADMIN", "--overwrite", "--json");
     expect(result.code).toBe(0);
     expect(await listJson()).toHaveLength(1);
+  });
+});
+
+describe("output that cannot be written", () => {
+  it("a create whose stdout reader has gone away says so and exits 1 (its secret is shown nowhere else)", async () => {
+    const child = spawn(process.execPath, [CLI, "apikey", "--create", "--name", "lost", "--roles", "GUEST", "--json", "--store", env.store], {
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    child.stdout.destroy(); // the reading end closes long before the CLI has started
+    let stderr = "";
+    child.stderr.setEncoding("utf8").on("data", (d) => (stderr += d));
+    const code = await new Promise((resolve) => child.on("close", resolve));
+    expect(code).toBe(1);
+    expect(stderr).toContain("Could not write the result to stdout (EPIPE)");
+    expect(stderr).not.toMatch(SECRET);
+    expect(stderr).not.toContain("    at ");
   });
 });
 

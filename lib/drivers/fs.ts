@@ -5,9 +5,9 @@
  * atomic index operations use link(2) and rename(2), which the file system performs atomically even
  * between processes. unstorage's own fs drivers write in place, which is why this one exists.
  */
+import { randomUUID } from "node:crypto";
 import { constants, promises as fsp, readFileSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
-import process from "node:process";
 import { defineDriver, type Driver } from "unstorage";
 import type { AtomicIndex } from "../store.ts";
 
@@ -67,7 +67,7 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
   /** Writes `value` durably to a fresh temporary file beside `path` and returns its name. */
   const writeTemp = async (path: string, value: string): Promise<string> => {
     await fsp.mkdir(dirname(path), { recursive: true, mode: 0o700 });
-    const tmp = `${path}.${crypto.randomUUID()}${TMP}`;
+    const tmp = `${path}.${randomUUID()}${TMP}`;
     const handle = await fsp.open(tmp, "wx", 0o600);
     try {
       await handle.writeFile(value, "utf8");
@@ -142,7 +142,7 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
         }
         const owner = Number(await read(lockPath));
         if (attempt >= 400 || (owner > 0 && !isAlive(owner))) {
-          const stale = `${lockPath}.${crypto.randomUUID()}${TMP}`;
+          const stale = `${lockPath}.${randomUUID()}${TMP}`;
           await fsp.rename(lockPath, stale).then(() => fsp.rm(stale, { force: true }), () => {});
           continue;
         }
@@ -184,7 +184,7 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
     async take(key) {
       const path = pathOf(key);
       // Renaming first makes the removal atomic: of two concurrent takers exactly one gets the value.
-      const taken = `${path}.${crypto.randomUUID()}${TMP}`;
+      const taken = `${path}.${randomUUID()}${TMP}`;
       try {
         await fsp.rename(path, taken);
       } catch (error) {
