@@ -14,7 +14,7 @@ import { createKeyStore, fsDriver } from "../dist/mod.js";
 
 const run = promisify(execFile);
 const ROOT = resolve(import.meta.dirname, "..");
-const CLI = join(ROOT, "dist/cli.js");
+const CLI = join(ROOT, "dist/cli.cjs");
 const args = new Set(process.argv.slice(2));
 const quick = args.has("--quick");
 const P = quick

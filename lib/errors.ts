@@ -13,6 +13,8 @@ export const ERROR_CODES = {
 } as const;
 export type ErrorCode = keyof typeof ERROR_CODES;
 
+const BRAND = Symbol.for("service-api.ServiceError");
+
 /**
  * The one error class of the toolkit. `code` is stable and machine-readable; `message` says what
  * failed and how to fix it, and never contains a secret.
@@ -21,6 +23,13 @@ export type ErrorCode = keyof typeof ERROR_CODES;
  * throw new ServiceError("NAME_TAKEN", "API key with name 'ci' already exists. Use --overwrite to replace it.");
  */
 export class ServiceError extends Error {
+  /**
+   * `instanceof` by brand rather than by prototype: the built CLI loads heavy commands from separate
+   * bundles, each with its own copy of this class, and their errors must still be recognised.
+   */
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    return typeof value === "object" && value !== null && (value as { [BRAND]?: unknown })[BRAND] === true;
+  }
   readonly code: ErrorCode;
   constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
     super(message, options);
@@ -36,3 +45,4 @@ export class ServiceError extends Error {
     return ERROR_CODES[this.code].http;
   }
 }
+Object.defineProperty(ServiceError.prototype, BRAND, { value: true });

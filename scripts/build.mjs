@@ -1,11 +1,59 @@
-// Builds dist/: tsc emits the library (JavaScript + declarations); esbuild then bundles the CLI into
-// dist/cli.js so a cold start reads one file instead of resolving dozens of modules. Heavy paths
-// (GraphQL, prompts, Redis) stay behind dynamic import() and land in lazily loaded chunks.
+// Builds dist/:
+//   dist/mod.js, dist/lib/*.js   the library, emitted by tsc (JavaScript + declarations)
+//   dist/cli.cjs                 the CLI's start-up path (argv, store, create/delete/list) in one
+//                                CommonJS file
+//   dist/lazy/*.js               what only some commands need (GraphQL service, HTTP client, prompts,
+//                                Redis, consola), as ES modules loaded by import() on demand
+//
+// Why CommonJS for the start-up path: on a cold start Node's ES module loader costs about a tenth
+// of a create (it loads its own machinery, fs/promises and readline, and reads files
+// asynchronously), and every `import ... from "node:fs"` builds a facade that reads every export,
+// which loads the streams modules. require() does neither. The lazy parts stay ES modules, which
+// lets esbuild share code between them; they hold their own copies of the few modules they share
+// with the start-up path, which is why ServiceError recognises its instances by a brand.
+//
 // Everything is built in a scratch directory and swapped in with rename(2), so a process that runs
-// dist/cli.js during a rebuild sees the old build or the new one, never a missing or partial one.
+// the CLI during a rebuild sees the old build or the new one, never a missing or partial one.
 import { execFileSync } from "node:child_process";
 import { chmodSync, renameSync, rmSync } from "node:fs";
+import { relative, resolve } from "node:path";
 import { build } from "esbuild";
+
+const ROOT = resolve(import.meta.dirname, "..");
+/** Each module the start-up path imports dynamically, and its file under dist/lazy/. */
+const LAZY = {
+  "lib/serve.ts": "serve",
+  "lib/remote.ts": "remote",
+  "lib/prompts.ts": "prompts",
+  "lib/drivers/redis.ts": "redis",
+  "consola/basic": "consola-basic",
+};
+
+const common = {
+  bundle: true,
+  platform: "node",
+  target: "node20",
+  minifySyntax: true,
+  // graphql-js checks `instanceof` across realms on every value unless NODE_ENV is production.
+  define: { "process.env.NODE_ENV": '"production"' },
+  legalComments: "none",
+  logLevel: "warning",
+};
+
+/** Points the start-up bundle's dynamic imports at the lazy bundles instead of inlining them. */
+const lazyImports = {
+  name: "lazy-imports",
+  setup(b) {
+    b.onResolve({ filter: /.*/ }, (args) => {
+      if (args.kind !== "dynamic-import") return undefined;
+      if (args.path.startsWith("node:")) return { path: args.path, external: true };
+      const key = args.path.startsWith(".") ? relative(ROOT, resolve(args.resolveDir, args.path)) : args.path;
+      const name = LAZY[key];
+      if (!name) return { errors: [{ text: `${args.path} is imported lazily but has no bundle in LAZY (scripts/build.mjs)` }] };
+      return { path: `./lazy/${name}.js`, external: true };
+    });
+  },
+};
 
 const out = `.build-${process.pid}`;
 const old = `.build-old-${process.pid}`;
@@ -13,28 +61,29 @@ try {
   execFileSync(process.execPath, ["node_modules/typescript/bin/tsc", "-p", "tsconfig.json", "--outDir", out], {
     stdio: "inherit",
   });
+  // tsc also emits cli.ts as an ES module; the CLI that runs is the bundle below.
+  for (const file of ["cli.js", "cli.d.ts"]) rmSync(`${out}/${file}`);
   await build({
-    entryPoints: { cli: "cli.ts" },
-    outdir: out,
-    bundle: true,
-    splitting: true,
+    ...common,
+    entryPoints: ["cli.ts"],
+    outfile: `${out}/cli.cjs`,
+    format: "cjs",
+    plugins: [lazyImports],
+  });
+  await build({
+    ...common,
+    entryPoints: Object.fromEntries(Object.entries(LAZY).map(([path, name]) => [name, path])),
+    outdir: `${out}/lazy`,
     format: "esm",
-    platform: "node",
-    target: "node20",
+    splitting: true,
     chunkNames: "chunks/[name]-[hash]",
-    minifySyntax: true,
-    // graphql-js checks `instanceof` across realms on every value unless NODE_ENV is production.
-    define: { "process.env.NODE_ENV": '"production"' },
-    legalComments: "none",
-    // ioredis is bundled too (into the Redis chunk, loaded only for redis:// stores): resolving its
-    // CommonJS tree from node_modules at run time cost several times more than reading one chunk.
+    // ioredis is bundled too (into the Redis bundle, loaded only for redis:// stores): resolving its
+    // CommonJS tree from node_modules at run time cost several times more than reading one file.
     banner: {
       js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);",
     },
-    allowOverwrite: true,
-    logLevel: "warning",
   });
-  chmodSync(`${out}/cli.js`, 0o755);
+  chmodSync(`${out}/cli.cjs`, 0o755);
   try {
     renameSync("dist", old);
   } catch {}

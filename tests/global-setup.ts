@@ -1,4 +1,4 @@
-// Tests run the built CLI (dist/cli.js) as a child process, the way a user does; build it once first.
+// Tests run the built CLI (dist/cli.cjs) as a child process, the way a user does; build it once first.
 import { execFileSync } from "node:child_process";
 
 export default function setup() {

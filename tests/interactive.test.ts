@@ -32,7 +32,7 @@ class Terminal {
   }
 
   /**
-   * Starts `node dist/cli.js ...args` with the given environment. When it ends, the pane shows
+   * Starts `node dist/cli.cjs ...args` with the given environment. When it ends, the pane shows
    * `[exit <status> tty <same|changed>]`: whether the terminal modes (raw mode, echo) were restored.
    */
   start(args: string[], env: Record<string, string | null> = {}, redirect = ""): void {

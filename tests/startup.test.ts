@@ -27,7 +27,7 @@ describe("start-up", () => {
   ])("%j loads no GraphQL, HTTP client, prompt library or Redis", (args) => {
     const { code, modules } = loaded(args);
     expect(code).not.toBeNull();
-    expect(modules.some((line) => line.includes("dist/cli.js"))).toBe(true);
+    expect(modules.some((line) => line.includes("dist/cli.cjs"))).toBe(true);
     const heavy = modules.filter((line) => / \S+$/.test(line));
     expect(heavy).toEqual([]);
   });

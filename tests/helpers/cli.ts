@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 
 export const ROOT = resolve(import.meta.dirname, "../..");
-export const CLI = join(ROOT, "dist/cli.js");
+export const CLI = join(ROOT, "dist/cli.cjs");
 
 export interface RunResult {
   code: number | null;
@@ -21,7 +21,7 @@ export interface RunOptions {
   timeoutMs?: number;
 }
 
-/** Runs `node dist/cli.js ...args` and resolves with its exit status and output. */
+/** Runs `node dist/cli.cjs ...args` and resolves with its exit status and output. */
 export function runCli(args: string[], options: RunOptions = {}): Promise<RunResult> {
   return new Promise((resolvePromise, reject) => {
     const child = spawn(process.execPath, [CLI, ...args], {
