@@ -12,7 +12,9 @@ export function createLru<K, V>(max: number): Lru<K, V> {
   return {
     get(key) {
       const value = map.get(key);
-      if (value !== undefined) {
+      // Recency only matters once eviction is near: below half full, skip the delete-and-set, which
+      // is a noticeable share of a cached request on the service's hot path.
+      if (value !== undefined && map.size > max / 2) {
         map.delete(key);
         map.set(key, value);
       }

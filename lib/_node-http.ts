@@ -17,8 +17,8 @@ export interface NodeListenOptions {
 
 /** Reads the whole body as text, or null as soon as it grows past `limit` (the rest is drained, up to a bound). */
 function readBody(req: IncomingMessage, limit: number): string | null | Promise<string | null> {
-  // The handler reads the body only after an await (key verification), by which time the parser has
-  // usually buffered a small body whole: take it at once instead of switching the stream to flowing.
+  // When key verification had to wait for the store (a cache miss, Redis), the parser has usually
+  // buffered a small body whole by now: take it at once instead of switching the stream to flowing.
   if (req.complete && req.readableFlowing === null) {
     const data = req.read() as Buffer | null;
     if (data === null) return "";
