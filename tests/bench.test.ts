@@ -13,6 +13,7 @@ it("npm run bench -- --quick prints the table of ratios", async () => {
   const rows = stdout.trim().split("\n").slice(2);
   expect(rows.map((row) => row.split("|")[1].trim())).toEqual([
     expect.stringContaining("CLI `apikey --create --json` vs `node -e 0`"),
+    ...(process.env.NODE_EXTRA_CA_CERTS ? [expect.stringContaining("NODE_EXTRA_CA_CERTS unset")] : []),
     expect.stringContaining("create with"),
     expect.stringContaining("delete with"),
     expect.stringContaining("vs bare node:http"),
