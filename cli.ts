@@ -70,7 +70,7 @@ async function main(argv: string[]): Promise<Output> {
           const { openRemoteBackend } = await import("./lib/remote.ts");
           return await runApikey(options, openRemoteBackend(url, process.env), terminal);
         }
-        const store = await openKeyStore(parseStoreSpec(options.store), debug);
+        const store = await openKeyStore(parseStoreSpec(options.store), debug, { oneShot: true });
         try {
           return await runApikey(options, store, terminal);
         } finally {

@@ -57,13 +57,18 @@ export function describeStore(spec: StoreSpec): string {
 
 /**
  * Opens the key store a spec describes. Drivers load lazily, so a command pays only for the one it uses.
+ * `oneShot`: the caller makes one change and exits (the CLI), so file I/O may block.
  * @example const store = await openKeyStore(parseStoreSpec("memory:"));
  */
-export async function openKeyStore(spec: StoreSpec, debug?: (message: string) => void): Promise<KeyStore> {
+export async function openKeyStore(
+  spec: StoreSpec,
+  debug?: (message: string) => void,
+  options: { oneShot?: boolean } = {},
+): Promise<KeyStore> {
   debug?.(`store: ${describeStore(spec)}`);
   if (spec.kind === "memory") return createKeyStore({ debug });
   if (spec.kind === "fs") {
-    const driver = fsDriver({ base: spec.dir });
+    const driver = fsDriver({ base: spec.dir, blocking: options.oneShot });
     return createKeyStore({ storage: createStorage({ driver }), atomic: driver.atomic, debug });
   }
   const { openRedisBackend } = await import("./drivers/redis.ts");

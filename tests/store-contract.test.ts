@@ -52,6 +52,26 @@ let redis: RedisServer;
 let admin: Redis;
 let prefixes = 0;
 
+async function fsBackend(blocking: boolean): Promise<Backend> {
+  const { dir, cleanup } = tempDir("service-api-contract-");
+  const stores: KeyStore[] = [];
+  const backend: Backend = {
+    listings: 0,
+    open: async () => {
+      const driver = fsDriver({ base: join(dir, "keys"), blocking });
+      const store = createKeyStore({ storage: counting(createStorage({ driver }), backend), atomic: driver.atomic });
+      stores.push(store);
+      return store;
+    },
+    rawValues: () => walkFiles(dir),
+    close: async () => {
+      await Promise.all(stores.map((s) => s.close()));
+      cleanup();
+    },
+  };
+  return backend;
+}
+
 const backends: Record<string, () => Promise<Backend>> = {
   async memory() {
     const storage = createStorage();
@@ -65,25 +85,9 @@ const backends: Record<string, () => Promise<Backend>> = {
     };
     return backend;
   },
-  async fs() {
-    const { dir, cleanup } = tempDir("service-api-contract-");
-    const stores: KeyStore[] = [];
-    const backend: Backend = {
-      listings: 0,
-      open: async () => {
-        const driver = fsDriver({ base: join(dir, "keys") });
-        const store = createKeyStore({ storage: counting(createStorage({ driver }), backend), atomic: driver.atomic });
-        stores.push(store);
-        return store;
-      },
-      rawValues: () => walkFiles(dir),
-      close: async () => {
-        await Promise.all(stores.map((s) => s.close()));
-        cleanup();
-      },
-    };
-    return backend;
-  },
+  fs: () => fsBackend(false),
+  // The CLI's way: the same driver doing its file operations on the calling thread.
+  "fs (blocking)": () => fsBackend(true),
   async redis() {
     const prefix = `contract${++prefixes}`;
     const url = `${redis.url}?prefix=${prefix}`;

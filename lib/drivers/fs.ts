@@ -14,11 +14,26 @@ import type { AtomicIndex } from "../store.ts";
 
 const TMP = ".tmp";
 
+/** The file operations the driver uses, as promises. */
+interface FileOps {
+  open(path: string, flags: string | number, mode?: number): Promise<number>;
+  close(fd: number): Promise<void>;
+  fsync(fd: number): Promise<void>;
+  writeFile(fd: number, data: string, encoding: "utf8"): Promise<void>;
+  mkdir(path: string, options: { recursive: true; mode: number }): Promise<unknown>;
+  rename(from: string, to: string): Promise<void>;
+  rm(path: string, options: { recursive: true; force: true }): Promise<void>;
+  unlink(path: string): Promise<void>;
+  link(existing: string, path: string): Promise<void>;
+  readdir(path: string, options: { withFileTypes: true }): Promise<fs.Dirent[]>;
+  opendir(path: string): Promise<fs.Dir>;
+}
+
 /**
  * The callback API, promisified, rather than fs/promises: loading fs/promises (with the readline
  * and stream modules it pulls in) costs a cold start more than all of a create's file I/O.
  */
-const fsp = {
+const threadPoolOps: FileOps = {
   open: promisify(fs.open),
   close: promisify(fs.close),
   fsync: promisify(fs.fsync),
@@ -31,13 +46,28 @@ const fsp = {
   readdir: promisify(fs.readdir),
   opendir: promisify(fs.opendir),
 };
+
+/**
+ * The same operations done on the calling thread, for a process that does one thing and exits (the
+ * CLI): nothing else is waiting meanwhile, and it saves starting libuv's thread pool and a round
+ * trip through it for each of a create's twenty-odd calls.
+ */
+const blockingOps: FileOps = {
+  open: async (path, flags, mode) => fs.openSync(path, flags, mode),
+  close: async (fd) => fs.closeSync(fd),
+  fsync: async (fd) => fs.fsyncSync(fd),
+  writeFile: async (fd, data, encoding) => fs.writeFileSync(fd, data, encoding),
+  mkdir: async (path, options) => fs.mkdirSync(path, options),
+  rename: async (from, to) => fs.renameSync(from, to),
+  rm: async (path, options) => fs.rmSync(path, options),
+  unlink: async (path) => fs.unlinkSync(path),
+  link: async (existing, path) => fs.linkSync(existing, path),
+  readdir: async (path, options) => fs.readdirSync(path, options),
+  opendir: async (path) => fs.opendirSync(path),
+};
+
 const { constants, readFileSync, statSync } = fs;
 
-/** Removes a file if it is there (fs.rm would load its recursive-removal module for this). */
-const removeFile = (path: string): Promise<void> =>
-  fsp.unlink(path).catch((error) => {
-    if (!isCode(error, "ENOENT")) throw error;
-  });
 
 export interface FsDriverOptions {
   /** Directory holding the store; created with mode 0700 when missing. */
@@ -47,6 +77,11 @@ export interface FsDriverOptions {
    * can be redone from scratch (benchmarks seeding 100,000 keys) should turn this off.
    */
   sync?: boolean;
+  /**
+   * Do file operations on the calling thread (default false). Right for a process that makes one
+   * change and exits, like the CLI; a server should leave it off so that a slow disk never stalls it.
+   */
+  blocking?: boolean;
 }
 
 /** True when a process with this pid exists on this host. */
@@ -78,6 +113,12 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
   };
 
   const durable = options.sync !== false;
+  const fsp = options.blocking ? blockingOps : threadPoolOps;
+  /** Removes a file if it is there (fs.rm would load its recursive-removal module for this). */
+  const removeFile = (path: string): Promise<void> =>
+    fsp.unlink(path).catch((error) => {
+      if (!isCode(error, "ENOENT")) throw error;
+    });
   const versionPaths = new Map<string, string>(); // version() is asked about the same key on every request
 
   const syncDir = async (dir: string) => {
