@@ -1,7 +1,9 @@
 // Builds dist/:
 //   dist/mod.js, dist/lib/*.js   the library, emitted by tsc (JavaScript + declarations)
-//   dist/cli.cjs                 the CLI's start-up path (argv, store, create/delete/list) in one
-//                                CommonJS file
+//   dist/cli.cjs                 the command: a small loader (scripts/cli-loader.cjs) that runs
+//   dist/cli-main.cjs            the CLI's start-up path (argv, store, create/delete/list), one
+//                                CommonJS file, from
+//   dist/cli-main.cache          V8's code cache for it, made here by running one create
 //   dist/lazy/*.js               what only some commands need (GraphQL service, HTTP client, prompts,
 //                                Redis, consola), as ES modules loaded by import() on demand
 //
@@ -15,8 +17,9 @@
 // Everything is built in a scratch directory and swapped in with rename(2), so a process that runs
 // the CLI during a rebuild sees the old build or the new one, never a missing or partial one.
 import { execFileSync } from "node:child_process";
-import { chmodSync, renameSync, rmSync } from "node:fs";
-import { relative, resolve } from "node:path";
+import { chmodSync, copyFileSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, relative, resolve } from "node:path";
 import { build } from "esbuild";
 
 const ROOT = resolve(import.meta.dirname, "..");
@@ -66,10 +69,18 @@ try {
   await build({
     ...common,
     entryPoints: ["cli.ts"],
-    outfile: `${out}/cli.cjs`,
+    outfile: `${out}/cli-main.cjs`,
     format: "cjs",
     plugins: [lazyImports],
   });
+  // The loader runs the bundle as a function body: no hashbang, and its import() calls go through the
+  // loader's `lazyImport` (see scripts/cli-loader.cjs). Every one of them must be rewritten.
+  const main = readFileSync(`${out}/cli-main.cjs`, "utf8")
+    .replace(/^#!.*\n/, "")
+    .replace(/\bimport\((?="(?:\.\/lazy\/|node:))/g, "lazyImport(");
+  if (/\bimport\(/.test(main)) throw new Error("cli-main.cjs has an import() the loader does not route");
+  writeFileSync(`${out}/cli-main.cjs`, main);
+  copyFileSync("scripts/cli-loader.cjs", `${out}/cli.cjs`);
   await build({
     ...common,
     entryPoints: Object.fromEntries(Object.entries(LAZY).map(([path, name]) => [name, path])),
@@ -84,6 +95,17 @@ try {
     },
   });
   chmodSync(`${out}/cli.cjs`, 0o755);
+  // One create against a throw-away store compiles what a create runs; the loader saves V8's cache of it.
+  const scratch = mkdtempSync(join(tmpdir(), "service-api-build-"));
+  try {
+    execFileSync(
+      process.execPath,
+      [`${out}/cli.cjs`, "apikey", "--create", "--name", "code cache", "--roles", "ADMIN", "--json", "--store", join(scratch, "keys")],
+      { env: { ...process.env, SERVICE_API_WRITE_CODE_CACHE: "1", LOG_LEVEL: "" }, stdio: "ignore" },
+    );
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
   try {
     renameSync("dist", old);
   } catch {}

@@ -1,10 +1,11 @@
 // The CLI's start-up loads only what the chosen command needs: creating or deleting a key must not
 // pay for GraphQL, the HTTP client, the prompt library or Redis.
 import { spawnSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { CLI, ROOT, tempDir } from "./helpers/cli.ts";
+import { MARKS } from "./fixtures/trace-hooks.mjs";
 
 const tmp = tempDir();
 afterAll(() => tmp.cleanup());
@@ -30,6 +31,17 @@ describe("start-up", () => {
     expect(modules.some((line) => line.includes("dist/cli.cjs"))).toBe(true);
     const heavy = modules.filter((line) => / \S+$/.test(line));
     expect(heavy).toEqual([]);
+  });
+
+  it("the start-up bundle, which the loader runs from a code cache rather than as a module, holds none of them", () => {
+    const marksIn = (text: string) => Object.entries(MARKS).filter(([, mark]) => text.includes(mark)).map(([name]) => name);
+    expect(marksIn(readFileSync(join(ROOT, "dist/cli-main.cjs"), "utf8"))).toEqual([]);
+    // The marks do find every one of those libraries as bundled, in the lazily loaded part.
+    const lazy = readdirSync(join(ROOT, "dist/lazy"), { recursive: true, encoding: "utf8" })
+      .filter((file) => file.endsWith(".js"))
+      .map((file) => readFileSync(join(ROOT, "dist/lazy", file), "utf8"))
+      .join("\n");
+    expect(marksIn(lazy).sort()).toEqual(Object.keys(MARKS).sort());
   });
 
   it("the probe notices a heavy module when one is loaded", () => {
