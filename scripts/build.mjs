@@ -101,7 +101,7 @@ try {
     execFileSync(
       process.execPath,
       [`${out}/cli.cjs`, "apikey", "--create", "--name", "code cache", "--roles", "ADMIN", "--json", "--store", join(scratch, "keys")],
-      { env: { ...process.env, SERVICE_API_WRITE_CODE_CACHE: "1", LOG_LEVEL: "" }, stdio: "ignore" },
+      { env: { ...process.env, SERVICE_API_CODE_CACHE: "write", LOG_LEVEL: "" }, stdio: "ignore" },
     );
   } finally {
     rmSync(scratch, { recursive: true, force: true });

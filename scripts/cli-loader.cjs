@@ -25,9 +25,10 @@ const script = new Script(
   `(function (exports, require, module, __filename, __dirname, lazyImport) {${readFileSync(file, "utf8")}\n})`,
   { filename: file, cachedData },
 );
-// The build runs one create with this set, which writes the cache of everything that create compiled.
-if (process.env.SERVICE_API_WRITE_CODE_CACHE === "1") {
-  process.once("exit", () => writeFileSync(cacheFile, script.createCachedData()));
-}
+// SERVICE_API_CODE_CACHE=write: the build runs one create so, which saves the cache of all it compiled.
+// =report: says on stderr whether V8 took the cache (tests/startup.test.ts).
+const mode = process.env.SERVICE_API_CODE_CACHE;
+if (mode === "write") process.once("exit", () => writeFileSync(cacheFile, script.createCachedData()));
+if (mode === "report") process.stderr.write(`code cache: ${!cachedData ? "absent" : script.cachedDataRejected ? "refused" : "used"}\n`);
 const mod = { exports: {} };
 script.runInThisContext()(mod.exports, createRequire(file), mod, file, __dirname, lazyImport);

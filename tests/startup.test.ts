@@ -1,7 +1,7 @@
 // The CLI's start-up loads only what the chosen command needs: creating or deleting a key must not
 // pay for GraphQL, the HTTP client, the prompt library or Redis.
 import { spawnSync } from "node:child_process";
-import { readdirSync, readFileSync } from "node:fs";
+import { cpSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { CLI, ROOT, tempDir } from "./helpers/cli.ts";
@@ -42,6 +42,24 @@ describe("start-up", () => {
       .map((file) => readFileSync(join(ROOT, "dist/lazy", file), "utf8"))
       .join("\n");
     expect(marksIn(lazy).sort()).toEqual(Object.keys(MARKS).sort());
+  });
+
+  it("starts from the code cache the build made, and still works without it", () => {
+    const report = (cli: string) =>
+      spawnSync(process.execPath, [cli, "apikey", "--list", "--json", "--store", "memory:"], {
+        env: { ...process.env, SERVICE_API_CODE_CACHE: "report" },
+        encoding: "utf8",
+      });
+    const cached = report(CLI);
+    expect(cached.stderr).toBe("code cache: used\n");
+    expect(JSON.parse(cached.stdout)).toEqual({ keys: [] });
+
+    const bare = join(tmp.dir, "no-cache");
+    cpSync(join(ROOT, "dist"), bare, { recursive: true });
+    rmSync(join(bare, "cli-main.cache"));
+    const uncached = report(join(bare, "cli.cjs"));
+    expect(uncached.stderr).toBe("code cache: absent\n");
+    expect(uncached.stdout).toBe(cached.stdout);
   });
 
   it("the probe notices a heavy module when one is loaded", () => {
