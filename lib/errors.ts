@@ -24,10 +24,12 @@ const BRAND = Symbol.for("service-api.ServiceError");
  */
 export class ServiceError extends Error {
   /**
-   * `instanceof` by brand rather than by prototype: the built CLI loads heavy commands from separate
-   * bundles, each with its own copy of this class, and their errors must still be recognised.
+   * `instanceof ServiceError` by brand rather than by prototype: the built CLI loads heavy commands
+   * from separate bundles, each with its own copy of this class, and their errors must still be
+   * recognised. Subclasses (`ClientError`) keep the ordinary prototype check.
    */
   static override [Symbol.hasInstance](value: unknown): boolean {
+    if (this !== ServiceError) return Function.prototype[Symbol.hasInstance].call(this, value);
     return typeof value === "object" && value !== null && (value as { [BRAND]?: unknown })[BRAND] === true;
   }
   readonly code: ErrorCode;

@@ -52,6 +52,12 @@ export function formatNothingDeleted(name: string | undefined, storeEmpty: boole
   return { notice: storeEmpty || name === undefined ? NO_KEYS_MESSAGE : notFoundMessage(name), exitCode: 1 };
 }
 
+/** Nothing deleted because the person chose so: not a failure (exit 0), in the delete result's shape. */
+export function formatNothingChosen(message: string, asJson: boolean): Output {
+  if (asJson) return { stdout: json({ deleted: 0, keys: [], message }), exitCode: 0 };
+  return { notice: message, exitCode: 0 };
+}
+
 /** List: `{keys:[...]}` or an aligned table; never a secret (the store has none). */
 export function formatList(keys: ApiKeyInfo[], asJson: boolean): Output {
   if (asJson) return { stdout: json({ keys }), exitCode: 0 };

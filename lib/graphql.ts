@@ -298,6 +298,13 @@ export const FIELD_PERMISSIONS: Readonly<Record<string, string>> = Object.fromEn
   ...Object.entries(API_KEY_MUTATIONS).map(([field, rule]) => [`Mutation.apiKey.${field}`, rule.needs]),
 ]);
 
+/** A document's fragment definitions by name. */
+function fragmentsOf(document: DocumentNode): Map<string, FragmentDefinitionNode> {
+  const fragments = new Map<string, FragmentDefinitionNode>();
+  for (const def of document.definitions) if (def.kind === Kind.FRAGMENT_DEFINITION) fragments.set(def.name.value, def);
+  return fragments;
+}
+
 /** Query fields (and introspection) whose answer is a function of the caller's key and the arguments alone. */
 const KEY_ONLY_FIELDS = new Set([
   "__typename",
@@ -314,8 +321,7 @@ const KEY_ONLY_FIELDS = new Set([
  */
 export function dependsOnKeyOnly(document: DocumentNode, operation: OperationDefinitionNode): boolean {
   if (operation.operation !== "query") return false;
-  const fragments = new Map<string, FragmentDefinitionNode>();
-  for (const def of document.definitions) if (def.kind === Kind.FRAGMENT_DEFINITION) fragments.set(def.name.value, def);
+  const fragments = fragmentsOf(document);
   // Validation has already refused fragment cycles and unknown fragments.
   const keyOnly = (set: SelectionSetNode): boolean =>
     set.selections.every((selection) =>
@@ -430,8 +436,7 @@ export function parseDocument(query: string): DocumentNode {
 
 /** Depth, aliases and field count of a (valid) document's operations, fragments expanded. */
 function measure(document: DocumentNode): { depth: number; aliases: number; fields: number } {
-  const fragments = new Map<string, FragmentDefinitionNode>();
-  for (const def of document.definitions) if (def.kind === Kind.FRAGMENT_DEFINITION) fragments.set(def.name.value, def);
+  const fragments = fragmentsOf(document);
   const totals = { depth: 0, aliases: 0, fields: 0 };
   const walk = (set: SelectionSetNode, depth: number): void => {
     for (const selection of set.selections) {

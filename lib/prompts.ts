@@ -11,7 +11,7 @@ import * as v from "valibot";
 import type { ApikeyFlags, KeyBackend } from "./apikey.ts";
 import { type Ask, type Choice, createAsk, type PromptFn } from "./_ask.ts";
 import { ServiceError } from "./errors.ts";
-import { formatCreated, formatDeleted, formatNothingDeleted, type Output } from "./format.ts";
+import { formatCreated, formatDeleted, formatNothingChosen, formatNothingDeleted, type Output } from "./format.ts";
 import {
   DescriptionSchema,
   groupPermissions,
@@ -203,12 +203,6 @@ async function deleteShown(store: KeyBackend & Partial<Pick<KeyStore, "deleteByI
   return current?.id === key.id ? store.deleteByName(key.name) : null;
 }
 
-/** Nothing deleted because the person chose so: not a failure (exit 0), in the delete result's shape. */
-function nothingChosen(message: string, asJson: boolean): Output {
-  if (asJson) return { stdout: JSON.stringify({ deleted: 0, keys: [], message }) + "\n", exitCode: 0 };
-  return { notice: message, exitCode: 0 };
-}
-
 /**
  * `apikey --delete` at a terminal: pick keys from the list, confirm, delete.
  * No keys stored: the "No API keys found to delete" result (exit 1). Nothing picked, or "no" at the
@@ -229,13 +223,13 @@ export async function interactiveDelete(
 
   const columns = options.columns ?? (globalThis.process?.stdout?.columns || 80);
   const ids = await ask.multiselect(`API keys to delete (${TOGGLE}):`, keyChoices(keys, columns));
-  if (ids.length === 0) return nothingChosen(NOTHING_SELECTED_MESSAGE, asJson);
+  if (ids.length === 0) return formatNothingChosen(NOTHING_SELECTED_MESSAGE, asJson);
 
   const chosen = keys.filter((key) => ids.includes(key.id));
   const count = `${chosen.length} API key${chosen.length === 1 ? "" : "s"}`;
   const names = chosen.length <= 3 ? ` (${chosen.map((key) => `'${key.name}'`).join(", ")})` : "";
   const sure = await ask.confirm(`Delete ${count}${names}? Their secrets stop working at once.`, false);
-  if (!sure) return nothingChosen(DELETE_DECLINED_MESSAGE, asJson);
+  if (!sure) return formatNothingChosen(DELETE_DECLINED_MESSAGE, asJson);
 
   const deleted: ApiKeyInfo[] = [];
   for (const key of chosen) {

@@ -136,7 +136,7 @@ const ANSWER_CACHE = { entries: 1000, maxRequestLength: 2048, maxResponseLength:
 
 /**
  * True for requests whose answer graphql-http would send as plain `application/json`: JSON bodies
- * (our `paramsFromBody` takes both JSON types) from clients that accept anything or JSON, or say nothing.
+ * (the types `paramsFromBody` takes) from clients that accept anything or JSON, or say nothing.
  */
 function acceptsPlainJson(headers: ServiceRequest["headers"]): boolean {
   const accept = headers.get("accept");
@@ -188,6 +188,11 @@ function paramsFromBody(body: string, contentType: string | null): Params {
   if (mediaType !== "application/json" && mediaType !== "application/graphql-response+json") {
     throw Object.assign(new Error("Unsupported Content-Type: send the request body as application/json"), { status: 415 });
   }
+  return paramsFromJson(body);
+}
+
+/** The GraphQL parameters of a JSON body; throws an `Error` saying what is wrong (-> 400). */
+function paramsFromJson(body: string): Params {
   if (!body.trim()) throw new Error(`Request body is empty: send a JSON object like {"query": "{ me { id name } }"}`);
   let data: unknown;
   try {
@@ -281,7 +286,7 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
    */
   const prepare = (body: string, key: ApiKeyInfo): (ExecutionArgs & { keyOnly: boolean }) | undefined => {
     try {
-      const { query, variables, operationName } = paramsFromBody(body, "application/json");
+      const { query, variables, operationName } = paramsFromJson(body);
       const document = parseDocument(query);
       if (validateDocument(schema, document).length > 0) return;
       const operation = getOperationAST(document, operationName);

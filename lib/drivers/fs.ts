@@ -68,7 +68,6 @@ const blockingOps: FileOps = {
 
 const { constants, readFileSync, statSync } = fs;
 
-
 export interface FsDriverOptions {
   /** Directory holding the store; created with mode 0700 when missing. */
   base: string;
@@ -113,34 +112,34 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
   };
 
   const durable = options.sync !== false;
-  const fsp = options.blocking ? blockingOps : threadPoolOps;
+  const files = options.blocking ? blockingOps : threadPoolOps;
   /** Removes a file if it is there (fs.rm would load its recursive-removal module for this). */
   const removeFile = (path: string): Promise<void> =>
-    fsp.unlink(path).catch((error) => {
+    files.unlink(path).catch((error) => {
       if (!isCode(error, "ENOENT")) throw error;
     });
   const versionPaths = new Map<string, string>(); // version() is asked about the same key on every request
 
   const syncDir = async (dir: string) => {
     if (!durable) return;
-    const fd = await fsp.open(dir, constants.O_RDONLY);
+    const fd = await files.open(dir, constants.O_RDONLY);
     try {
-      await fsp.fsync(fd);
+      await files.fsync(fd);
     } finally {
-      await fsp.close(fd);
+      await files.close(fd);
     }
   };
 
   /** Writes `value` durably to a fresh temporary file beside `path` and returns its name. */
   const writeTemp = async (path: string, value: string): Promise<string> => {
-    await fsp.mkdir(dirname(path), { recursive: true, mode: 0o700 });
+    await files.mkdir(dirname(path), { recursive: true, mode: 0o700 });
     const tmp = `${path}.${randomUUID()}${TMP}`;
-    const fd = await fsp.open(tmp, "wx", 0o600);
+    const fd = await files.open(tmp, "wx", 0o600);
     try {
-      await fsp.writeFile(fd, value, "utf8");
-      if (durable) await fsp.fsync(fd);
+      await files.writeFile(fd, value, "utf8");
+      if (durable) await files.fsync(fd);
     } finally {
-      await fsp.close(fd);
+      await files.close(fd);
     }
     return tmp;
   };
@@ -159,7 +158,7 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
   const write = async (path: string, value: string) => {
     const tmp = await writeTemp(path, value);
     try {
-      await fsp.rename(tmp, path);
+      await files.rename(tmp, path);
     } catch (error) {
       await removeFile(tmp);
       throw error;
@@ -169,7 +168,7 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
 
   const remove = async (path: string) => {
     try {
-      await fsp.unlink(path);
+      await files.unlink(path);
       await syncDir(dirname(path));
     } catch (error) {
       if (!isCode(error, "ENOENT", "ENOTDIR")) throw error;
@@ -179,7 +178,7 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
   const walk = async (dir: string, prefix: string, out: string[]) => {
     let entries;
     try {
-      entries = await fsp.readdir(dir, { withFileTypes: true });
+      entries = await files.readdir(dir, { withFileTypes: true });
     } catch (error) {
       if (isCode(error, "ENOENT", "ENOTDIR")) return;
       throw error;
@@ -202,7 +201,7 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
     try {
       for (let attempt = 0; ; attempt++) {
         try {
-          await fsp.link(mine, lockPath);
+          await files.link(mine, lockPath);
           return () => removeFile(lockPath);
         } catch (error) {
           if (!isCode(error, "EEXIST")) throw error;
@@ -210,7 +209,7 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
         const owner = Number(await read(lockPath));
         if (attempt >= 400 || (owner > 0 && !isAlive(owner))) {
           const stale = `${lockPath}.${randomUUID()}${TMP}`;
-          await fsp.rename(lockPath, stale).then(() => removeFile(stale), () => {});
+          await files.rename(lockPath, stale).then(() => removeFile(stale), () => {});
           continue;
         }
         await new Promise((done) => setTimeout(done, 1 + Math.random() * 4));
@@ -225,7 +224,7 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
       const path = pathOf(key);
       const tmp = await writeTemp(path, value);
       try {
-        await fsp.link(tmp, path);
+        await files.link(tmp, path);
       } catch (error) {
         if (isCode(error, "EEXIST")) return false;
         throw error;
@@ -253,7 +252,7 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
       // Renaming first makes the removal atomic: of two concurrent takers exactly one gets the value.
       const taken = `${path}.${randomUUID()}${TMP}`;
       try {
-        await fsp.rename(path, taken);
+        await files.rename(path, taken);
       } catch (error) {
         if (isCode(error, "ENOENT", "ENOTDIR")) return null;
         throw error;
@@ -275,7 +274,7 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
     async hasAny(prefix) {
       let dir;
       try {
-        dir = await fsp.opendir(pathOf(prefix));
+        dir = await files.opendir(pathOf(prefix));
       } catch (error) {
         if (isCode(error, "ENOENT", "ENOTDIR")) return false;
         throw error;
@@ -304,7 +303,7 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
       return out;
     },
     clear: async (prefix) => {
-      await fsp.rm(prefix ? pathOf(prefix) : base, { recursive: true, force: true });
+      await files.rm(prefix ? pathOf(prefix) : base, { recursive: true, force: true });
     },
   } as FsDriver;
 }) as (options: FsDriverOptions) => FsDriver;
