@@ -67,6 +67,19 @@ export function isWellFormedSecret(secret: string): boolean {
   return secret.endsWith(base62(crc32(body), CHECK_LENGTH));
 }
 
+/**
+ * True when a well-formed secret (prefix, length and checksum) appears anywhere in `text`, even glued
+ * to other characters. The checksum makes this exact: prose that merely mentions `sapi_` does not match.
+ * @example containsSecret(`token ${generateSecret()} for CI`) // true
+ */
+export function containsSecret(text: string): boolean {
+  const width = SECRET_PREFIX.length + BODY_LENGTH + CHECK_LENGTH;
+  for (let at = text.indexOf(SECRET_PREFIX); at !== -1; at = text.indexOf(SECRET_PREFIX, at + 1)) {
+    if (isWellFormedSecret(text.slice(at, at + width))) return true;
+  }
+  return false;
+}
+
 /** `crypto.hash` (Node 20.12+, Deno): one call, no Hash object to build and collect. */
 const oneShotHash = (nodeCrypto as { hash?: typeof nodeCrypto.hash }).hash;
 
