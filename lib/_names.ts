@@ -16,13 +16,17 @@ const INVISIBLE = /\p{Default_Ignorable_Code_Point}/u;
 
 // Scripts with their own letters; a letter in none of them counts as one "other" script, so two
 // unlisted scripts in one word are not told apart (none of the confusable pairs lies there).
-const SCRIPTS = [
+const SCRIPT_NAMES = [
   "Latin", "Greek", "Cyrillic", "Armenian", "Georgian", "Cherokee", "Coptic", "Hebrew", "Arabic",
   "Syriac", "Thaana", "Nko", "Devanagari", "Bengali", "Gurmukhi", "Gujarati", "Oriya", "Tamil",
   "Telugu", "Kannada", "Malayalam", "Sinhala", "Thai", "Lao", "Tibetan", "Myanmar", "Khmer",
   "Mongolian", "Ethiopic", "Canadian_Aboriginal", "Tifinagh", "Runic", "Ogham", "Vai", "Yi", "Lisu",
   "Osage", "Adlam", "Han", "Hiragana", "Katakana", "Hangul", "Bopomofo",
-].map((name) => ({ name, pattern: new RegExp(`\\p{Script=${name}}`, "u") }));
+];
+// Compiled on first use: this module is on the CLI's start-up path, and most commands never check a new name.
+let scripts: { name: string; pattern: RegExp }[] | undefined;
+const scriptPatterns = () =>
+  (scripts ??= SCRIPT_NAMES.map((name) => ({ name, pattern: new RegExp(`\\p{Script=${name}}`, "u") })));
 const NEUTRAL = /[\p{Script=Common}\p{Script=Inherited}]/u;
 const ALLOWED_MIXES = [
   ["Latin", "Han", "Hiragana", "Katakana"],
@@ -37,7 +41,7 @@ function scriptsOf(word: string): Set<string> {
   const found = new Set<string>();
   for (const char of word) {
     if (NEUTRAL.test(char)) continue;
-    found.add(SCRIPTS.find((s) => s.pattern.test(char))?.name ?? "other");
+    found.add(scriptPatterns().find((s) => s.pattern.test(char))?.name ?? "other");
   }
   return found;
 }

@@ -59,6 +59,8 @@ describe("the CLI with a Redis store URL holding credentials", () => {
       const output = result.stdout + result.stderr;
       expect(output, `output for ${url}`).not.toMatch(LEAKS);
       expect(output).not.toMatch(/\n\s+at /);
+      // A host taken from a piece of a password (looked up in DNS, and named in the message) never happens.
+      expect(output).not.toContain("ENOTFOUND");
     }
     return results[0];
   };
@@ -74,6 +76,14 @@ describe("the CLI with a Redis store URL holding credentials", () => {
       }
     }
   }, 120_000);
+
+  it("refuses a password with a raw / ? or # as a usage error instead of connecting to a host made of it", async () => {
+    for (const url of ["redis://us3rnm:p@ss/3cr3t@127.0.0.1:6379/0", "redis://pa/ss3cr3t@127.0.0.1:6379/0", "redis://:ab?c3cr3t@127.0.0.1:6379/0"]) {
+      const result = await listWith(url);
+      expect(result.code).toBe(2);
+      expect(result.stderr).toContain("percent-encoded");
+    }
+  });
 
   it("never prints them against a Redis that requires a password, right or wrong, raw or encoded", async () => {
     for (const [i, password] of PASSWORDS.entries()) {

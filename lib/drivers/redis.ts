@@ -48,6 +48,9 @@ const messageOf = (error: unknown): string =>
 /** Splits our own `prefix` query parameter off the URL; ioredis reads the remaining ones. */
 function splitPrefix(url: string): { url: string; prefix: string } {
   const parsed = new URL(url);
+  // An `@` past the host means a password with a raw / ? or #: the parser took part of it for the host,
+  // and ioredis would look that up in DNS. Refuse rather than send pieces of a password around.
+  if (/@|%40/i.test(parsed.pathname + parsed.search + parsed.hash)) throw new TypeError("credentials not percent-encoded");
   // ioredis decodes these and throws "URI malformed" on a raw `%`: fail here, where it reads as a usage error.
   decodeURIComponent(parsed.username);
   decodeURIComponent(parsed.password);
