@@ -118,6 +118,9 @@ export function createClient(options: ClientOptions): Client {
         status = response.status;
         text = await readBounded((response._data as ReadableStream<Uint8Array> | undefined) ?? null, options.maxResponseBytes ?? RESPONSE_LIMIT_BYTES);
       } catch (error) {
+        if (error instanceof RangeError) {
+          throw new ClientError("INTERNAL", `The service at ${endpoint} sent too much: ${error.message}; stopped reading`);
+        }
         const cause = error instanceof FetchError ? (error.cause as Error | undefined) ?? error : error;
         const reason = controller.signal.aborted
           ? String((controller.signal.reason as Error).message)
