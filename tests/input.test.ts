@@ -95,3 +95,33 @@ describe("a secret pasted into --description", () => {
     }
   });
 });
+
+describe("a secret pasted into a GraphQL description", () => {
+  it("is refused on create and on update, and the stored description is unchanged", async () => {
+    const { createKeyStore } = await import("../lib/store.ts");
+    const { createHandler } = await import("../lib/server.ts");
+    const store = createKeyStore();
+    const handler = createHandler({ store, onError: () => {} });
+    const admin = await store.create({ name: "admin", roles: ["ADMIN"], permissions: [] });
+    const secret = generateSecret();
+    const gql = async (query: string, variables: Record<string, unknown>) => {
+      const response = await handler(new Request("http://service/graphql", {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${admin.key}` },
+        body: JSON.stringify({ query, variables }),
+      }));
+      return (await response.json()) as { errors?: { message: string; extensions?: { code?: string } }[] };
+    };
+    const created = await gql(`mutation ($i: CreateApiKeyInput!) { apiKey { create(input: $i) { id } } }`, {
+      i: { name: "ci", roles: ["VIEWER"], description: `key ${secret}` },
+    });
+    expect(created.errors?.[0].extensions?.code).toBe("INVALID_INPUT");
+    expect(created.errors?.[0].message).toContain("must not contain an API key secret");
+    const updated = await gql(`mutation ($i: UpdateApiKeyInput!) { apiKey { update(input: $i) { id } } }`, {
+      i: { id: admin.id, description: secret },
+    });
+    expect(updated.errors?.[0].extensions?.code).toBe("INVALID_INPUT");
+    expect(JSON.stringify([created, updated])).not.toContain(secret.slice(5));
+    expect((await store.list()).map((k) => k.description)).toEqual([undefined]);
+  });
+});
