@@ -8,7 +8,7 @@ import type { ApiKeyInfo, CreatedKey } from "./model.ts";
 import { ServiceError } from "./errors.ts";
 import { type Client, ClientError, createClient } from "./client.ts";
 import * as v from "valibot";
-import { ServerText } from "./_untrusted.ts";
+import { ServerText, untrustedText } from "./_untrusted.ts";
 
 const FIELDS = "id name description roles createdAt permissions { resource actions }";
 
@@ -104,8 +104,14 @@ export function openRemoteBackend(url: string, env: Record<string, string | unde
   try {
     parsed = new URL(url);
   } catch { /* reported below */ }
+  // Quoted with any credentials hidden (everything up to the last @), as for Redis URLs.
+  const shown = untrustedText(url.replace(/\/\/.*@/s, "//***@"), 200);
   if (!parsed || (parsed.protocol !== "http:" && parsed.protocol !== "https:")) {
-    throw new ServiceError("USAGE", `Invalid --url '${url}': give the service's base URL, for example http://127.0.0.1:3001`);
+    throw new ServiceError("USAGE", `Invalid --url '${shown}': give the service's base URL, for example http://127.0.0.1:3001`);
+  }
+  if (parsed.username || parsed.password) {
+    // fetch refuses such URLs, and every message would then repeat the password.
+    throw new ServiceError("USAGE", `Invalid --url '${shown}': no user or password in the URL; the key goes in SERVICE_API_KEY`);
   }
   const apiKey = env.SERVICE_API_KEY?.trim();
   if (!apiKey) {

@@ -147,3 +147,15 @@ describe("remote mode against a hostile server", () => {
     expect(reached).toBe(0);
   });
 });
+
+describe("the --url itself", () => {
+  it.each([["http://admin:pa55w0rd@127.0.0.1:1"], ["ftp://admin:pa55w0rd@host"], ["http://x:pa55/w0rd@host"]])(
+    "refuses credentials in %s without repeating them",
+    async (given) => {
+      const result = await runCli(["apikey", "--list"], { env: { SERVICE_API_URL: given, SERVICE_API_KEY: generateSecret() } });
+      expect(result.code).toBe(2);
+      expect(result.stderr).toContain("Invalid --url");
+      expect(result.stderr).not.toMatch(/pa55|w0rd/);
+    },
+  );
+});
