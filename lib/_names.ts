@@ -7,6 +7,7 @@
  *   U+3164 and U+FFA0 that regex classes count as letters, and the zero-width and variation characters.
  * - Compatibility forms (full-width letters, ligatures, superscripts): a name must be its own NFKC
  *   form, so "ｄｅｐｌｏｙ" is refused with the plain spelling suggested rather than stored beside "deploy".
+ * - Runs of spaces: "deploy  key" would pass for "deploy key".
  * - Mixed scripts (UTS #39 "highly restrictive", per word): a word is in one script, or in one of the
  *   CJK combinations Latin+Han+Hiragana+Katakana, Latin+Han+Bopomofo, Latin+Han+Hangul. So "dеploy"
  *   with a Cyrillic "е" is refused. Digits and other Common characters belong to every script.
@@ -56,6 +57,8 @@ export function nameLookAlikeProblem(name: string): string | null {
   if (invisible) {
     return `API key name must not contain invisible or filler characters (found ${hex(invisible)})`;
   }
+  // "deploy  key" passes for "deploy key" in most fonts and tables.
+  if (name.includes("  ")) return "API key name must not contain two spaces in a row";
   const plain = name.normalize("NFKC");
   if (plain !== name) {
     return `API key name must not contain full-width, ligature or other compatibility characters: write ${JSON.stringify(plain)}`;

@@ -31,6 +31,10 @@ describe("new names", () => {
     expect(problem(name)).toContain(`mixes ${mix}`);
   });
 
+  it("refuses two spaces in a row, which pass for one", () => {
+    expect(problem("deploy  key")).toBe("API key name must not contain two spaces in a row");
+  });
+
   it("refuses full-width and other compatibility forms, naming the plain spelling", () => {
     expect(problem("\uFF44\uFF45\uFF50\uFF4C\uFF4F\uFF59 key")).toBe(
       'API key name must not contain full-width, ligature or other compatibility characters: write "deploy key"',
