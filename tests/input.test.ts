@@ -59,7 +59,8 @@ describe("create input", () => {
 
   it("refuses a description holding a well-formed secret, anywhere and glued to other text", () => {
     const secret = generateSecret();
-    for (const description of [secret, `token for CI: ${secret}`, `x${secret}y`, `see\n${secret}`.replace("\n", " ")]) {
+    const body = secret.slice("sapi_".length);
+    for (const description of [secret, `token for CI: ${secret}`, `x${secret}y`, `body only ${body}`, `glued${body}tail`]) {
       fails(() => parseCreateInput({ name: "x", roles: "ADMIN", description }), "must not contain an API key secret");
     }
   });
