@@ -4,7 +4,7 @@
  */
 import { ServiceError } from "./errors.ts";
 import { formatCreated, formatDeleted, formatList, formatNothingDeleted, type Output } from "./format.ts";
-import { NameSchema, parseCreateInput, parseInput } from "./input.ts";
+import { LookupNameSchema, parseCreateInput, parseInput } from "./input.ts";
 import type { KeyStore } from "./store.ts";
 
 /** The flags of `service-api apikey`, as strings after parsing. */
@@ -80,7 +80,7 @@ export async function runApikey(flags: ApikeyFlags, store: KeyBackend, context: 
     const { interactiveDelete } = await import("./prompts.ts");
     return interactiveDelete(flags, store);
   }
-  const name = parseInput(NameSchema, flags.name);
+  const name = parseInput(LookupNameSchema, flags.name);
   const deleted = await store.deleteByName(name);
   if (deleted) return formatDeleted([deleted], asJson);
   return formatNothingDeleted(name, await store.isEmpty(), asJson);

@@ -5,7 +5,9 @@
  * service or its store cannot be reached.
  */
 import { FetchError, ofetch } from "ofetch";
+import * as v from "valibot";
 import { ERROR_CODES, type ErrorCode, ServiceError } from "./errors.ts";
+import { GraphQLEnvelope, readBounded, RESPONSE_LIMIT_BYTES, shapeProblem, untrustedText } from "./_untrusted.ts";
 
 /** One error of a GraphQL response. */
 export interface GraphQLErrorInfo {
@@ -40,20 +42,24 @@ export interface ClientOptions {
   baseUrl: string;
   /** The API key, sent as `Authorization: Bearer <key>`. */
   apiKey: string;
-  /** Give up after this long (default 30 s). */
+  /** Give up after this long, reading the answer included (default 30 s). */
   timeoutMs?: number;
+  /** The most bytes of one answer to read (default 4 MiB). */
+  maxResponseBytes?: number;
 }
 
 export interface Client {
   /** The endpoint requests go to. */
   readonly endpoint: string;
-  /** Runs a query or mutation; resolves with `data`, rejects with a `ClientError` on any error. */
-  request<T = Record<string, unknown>>(query: string, variables?: Record<string, unknown>): Promise<T>;
-}
-
-interface GraphQLResponse {
-  data?: unknown;
-  errors?: GraphQLErrorInfo[];
+  /**
+   * Runs a query or mutation; resolves with `data`, rejects with a `ClientError` on any error. With a
+   * valibot `schema`, `data` is checked against it (and transformed by it) before it is returned.
+   */
+  request<T = Record<string, unknown>>(
+    query: string,
+    variables?: Record<string, unknown>,
+    schema?: v.GenericSchema<unknown, T>,
+  ): Promise<T>;
 }
 
 const STATUS_CODES: Record<number, ErrorCode> = {
@@ -87,30 +93,59 @@ export function createClient(options: ClientOptions): Client {
 
   return {
     endpoint,
-    async request<T>(query: string, variables?: Record<string, unknown>): Promise<T> {
+    async request<T>(query: string, variables?: Record<string, unknown>, schema?: v.GenericSchema<unknown, T>): Promise<T> {
+      const timeoutMs = options.timeoutMs ?? 30_000;
+      // One deadline for the whole exchange: a server that trickles its answer is cut off too.
+      const controller = new AbortController();
+      const timer = setTimeout(() => controller.abort(new Error(`no complete answer within ${timeoutMs} ms`)), timeoutMs);
       let status: number;
-      let body: GraphQLResponse | string | undefined;
+      let text: string;
       try {
-        const response = await ofetch.raw<GraphQLResponse | string>(endpoint, {
+        const response = await ofetch.raw(endpoint, {
           method: "POST",
           headers: {
             authorization: `Bearer ${options.apiKey}`,
             accept: "application/graphql-response+json, application/json",
           },
           body: { query, variables },
-          timeout: options.timeoutMs ?? 30_000,
+          signal: controller.signal,
+          responseType: "stream",
+          // A redirect would carry the key elsewhere: report it as the answer it is instead.
+          redirect: "manual",
           retry: 0,
           ignoreResponseError: true,
         });
         status = response.status;
-        body = response._data;
+        text = await readBounded((response._data as ReadableStream<Uint8Array> | undefined) ?? null, options.maxResponseBytes ?? RESPONSE_LIMIT_BYTES);
       } catch (error) {
-        const reason = error instanceof FetchError ? (error.cause as Error | undefined)?.message ?? error.message : String(error);
-        throw new ClientError("STORE_UNAVAILABLE", `Cannot reach the service at ${endpoint}: ${reason}`, { cause: error });
+        if (error instanceof RangeError) {
+          throw new ClientError("INTERNAL", `The service at ${endpoint} sent too much: ${error.message}; stopped reading`);
+        }
+        const cause = error instanceof FetchError ? (error.cause as Error | undefined) ?? error : error;
+        const reason = controller.signal.aborted
+          ? String((controller.signal.reason as Error).message)
+          : cause instanceof Error ? cause.message : String(cause);
+        throw new ClientError("STORE_UNAVAILABLE", `Cannot reach the service at ${endpoint}: ${untrustedText(reason, 300)}`, {
+          cause: error,
+        });
+      } finally {
+        clearTimeout(timer);
       }
-      const result: GraphQLResponse = typeof body === "object" && body !== null ? body : {};
-      const errors = Array.isArray(result.errors) ? result.errors : [];
-      if (errors.length > 0 || status < 200 || status > 299) {
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        parsed = undefined;
+      }
+      const envelope = v.safeParse(GraphQLEnvelope, Array.isArray(parsed) ? undefined : parsed);
+      const ok = status >= 200 && status <= 299;
+      if (!envelope.success) {
+        if (!ok) throw new ClientError(toErrorCode(undefined, status), `The service answered HTTP ${status}`, { httpStatus: status });
+        throw new ClientError("INTERNAL", `The service's answer is not a GraphQL response (HTTP ${status})`, { httpStatus: status });
+      }
+      const result = envelope.output;
+      const errors: GraphQLErrorInfo[] = result.errors ?? [];
+      if (errors.length > 0 || !ok) {
         const first = errors[0];
         const code = toErrorCode(first?.extensions?.code, status);
         const message = first?.message ?? `The service answered HTTP ${status}`;
@@ -118,6 +153,15 @@ export function createClient(options: ClientOptions): Client {
       }
       if (result.data === undefined || result.data === null) {
         throw new ClientError("INTERNAL", `The service answered without data (HTTP ${status})`, { httpStatus: status });
+      }
+      if (schema) {
+        const checked = v.safeParse(schema, result.data);
+        if (!checked.success) {
+          throw new ClientError("INTERNAL", `The service's answer has an unexpected shape (${shapeProblem(checked.issues)})`, {
+            httpStatus: status,
+          });
+        }
+        return checked.output;
       }
       return result.data as T;
     },

@@ -12,6 +12,7 @@ import { ServiceError } from "./errors.ts";
 import { createStorage } from "unstorage";
 import { fsDriver } from "./drivers/fs.ts";
 import { createKeyStore, type KeyStore } from "./store.ts";
+import { redactRedisUrl } from "./drivers/_redis-url.ts";
 
 export type StoreSpec =
   | { kind: "fs"; dir: string }
@@ -52,7 +53,7 @@ export function parseStoreSpec(value: string | undefined, env: Env = process.env
 export function describeStore(spec: StoreSpec): string {
   if (spec.kind === "fs") return `fs:${spec.dir}`;
   if (spec.kind === "memory") return "memory:";
-  return spec.url.replace(/\/\/[^@/]*@/, "//***@");
+  return redactRedisUrl(spec.url);
 }
 
 /**

@@ -5,7 +5,8 @@
 import * as v from "valibot";
 import { ACTIONS, type CreateKeyInput, groupPermissions, RESOURCES, type Resource, type Role, ROLES } from "./model.ts";
 import { ServiceError } from "./errors.ts";
-import { redactSecrets } from "./secret.ts";
+import { containsSecret, redactSecrets } from "./secret.ts";
+import { nameLookAlikeProblem } from "./_names.ts";
 
 export const NAME_MAX = 100;
 export const DESCRIPTION_MAX = 1000;
@@ -18,8 +19,11 @@ const NAME_CHARS = /^[\p{L}\p{N} ]+$/u;
 // C0/C1 controls and bidirectional overrides would let a description rewrite the terminal or a log line.
 const UNSAFE_TEXT = /[\p{Cc}\u202A-\u202E\u2066-\u2069]/u;
 
-/** A key name: trimmed, NFC-normalized, letters (any script), digits and spaces, 1 to 100 characters. */
-export const NameSchema = v.pipe(
+/**
+ * A name to look a key up by: trimmed, NFC-normalized, letters (any script), digits and spaces, 1 to
+ * 100 characters. Looser than `NameSchema`, so keys named before its look-alike rules can still be found.
+ */
+export const LookupNameSchema = v.pipe(
   v.optional(v.string("API key name must be a string"), ""),
   v.trim(),
   v.normalize("NFC"),
@@ -28,12 +32,23 @@ export const NameSchema = v.pipe(
   v.regex(NAME_CHARS, NAME_RULE),
 );
 
+/** A new key name: the lookup rule, and nothing that could pass for another name (see lib/_names.ts). */
+export const NameSchema = v.pipe(
+  LookupNameSchema,
+  v.rawCheck(({ dataset, addIssue }) => {
+    const problem = dataset.typed ? nameLookAlikeProblem(dataset.value) : null;
+    if (problem) addIssue({ message: problem });
+  }),
+);
+
 /** An optional free-text description, at most 1,000 characters; blank means none. */
 export const DescriptionSchema = v.pipe(
   v.optional(v.string("Description must be a string"), ""),
   v.trim(),
   v.check((s) => [...s].length <= DESCRIPTION_MAX, `Description must be at most ${DESCRIPTION_MAX} characters`),
   v.check((s) => !UNSAFE_TEXT.test(s), "Description must not contain control or bidirectional-override characters"),
+  // Descriptions are stored in clear and listed: a secret pasted here would leak. The checksum makes this exact.
+  v.check((s) => !containsSecret(s), "Description must not contain an API key secret (sapi_…): it would be stored in clear"),
   v.transform((s) => s || undefined),
 );
 

@@ -7,10 +7,27 @@ import type { KeyBackend } from "./apikey.ts";
 import type { ApiKeyInfo, CreatedKey } from "./model.ts";
 import { ServiceError } from "./errors.ts";
 import { type Client, ClientError, createClient } from "./client.ts";
+import * as v from "valibot";
+import { ServerText, untrustedText } from "./_untrusted.ts";
 
 const FIELDS = "id name description roles createdAt permissions { resource actions }";
 
-type RawKey = Omit<ApiKeyInfo, "description"> & { description?: string | null; key?: string | null };
+/** A key as the service sends it; every string is escaped for the terminal (lib/_untrusted.ts). */
+const RawKeySchema = v.object({
+  id: ServerText,
+  name: ServerText,
+  description: v.nullish(ServerText),
+  roles: v.array(ServerText),
+  createdAt: ServerText,
+  permissions: v.array(v.object({ resource: ServerText, actions: v.array(ServerText) })),
+});
+type RawKey = Omit<ApiKeyInfo, "description"> & { description?: string | null };
+// The service's roles, resources and actions may be newer than ours: they are checked as text, not by name.
+const asRawKey = (key: v.InferOutput<typeof RawKeySchema>) => key as RawKey;
+const ListSchema = v.object({ apiKeys: v.array(v.pipe(RawKeySchema, v.transform(asRawKey))) });
+const CreateSchema = v.object({
+  apiKey: v.object({ create: v.object({ ...RawKeySchema.entries, key: ServerText }) }),
+});
 
 /** The store's shape, field order included (GraphQL gives `description: null`; the store leaves it out). */
 function toInfo({ id, name, description, roles, permissions, createdAt }: RawKey): ApiKeyInfo {
@@ -33,7 +50,7 @@ export function createRemoteBackend(options: RemoteBackendOptions | { client: Cl
   const client = "client" in options ? options.client : createClient(options);
 
   const list = async (): Promise<ApiKeyInfo[]> => {
-    const data = await client.request<{ apiKeys: RawKey[] }>(`query { apiKeys { ${FIELDS} } }`);
+    const data = await client.request(`query { apiKeys { ${FIELDS} } }`, undefined, ListSchema);
     return data.apiKeys.map(toInfo);
   };
   const getByName = async (name: string) => (await list()).find((k) => k.name === name) ?? null;
@@ -44,7 +61,7 @@ export function createRemoteBackend(options: RemoteBackendOptions | { client: Cl
     isEmpty: async () => (await list()).length === 0,
 
     async create(input, { overwrite = false } = {}): Promise<CreatedKey> {
-      const data = await client.request<{ apiKey: { create: RawKey & { key: string } } }>(
+      const data = await client.request(
         `mutation ($input: CreateApiKeyInput!) { apiKey { create(input: $input) { ${FIELDS} key } } }`,
         {
           input: {
@@ -55,9 +72,10 @@ export function createRemoteBackend(options: RemoteBackendOptions | { client: Cl
             overwrite,
           },
         },
+        CreateSchema,
       );
       const created = data.apiKey.create;
-      return { ...toInfo(created), key: created.key };
+      return { ...toInfo(created as RawKey), key: created.key };
     },
 
     async deleteByName(name) {
@@ -86,8 +104,14 @@ export function openRemoteBackend(url: string, env: Record<string, string | unde
   try {
     parsed = new URL(url);
   } catch { /* reported below */ }
+  // Quoted with any credentials hidden (everything up to the last @), as for Redis URLs.
+  const shown = untrustedText(url.replace(/\/\/.*@/s, "//***@"), 200);
   if (!parsed || (parsed.protocol !== "http:" && parsed.protocol !== "https:")) {
-    throw new ServiceError("USAGE", `Invalid --url '${url}': give the service's base URL, for example http://127.0.0.1:3001`);
+    throw new ServiceError("USAGE", `Invalid --url '${shown}': give the service's base URL, for example http://127.0.0.1:3001`);
+  }
+  if (parsed.username || parsed.password) {
+    // fetch refuses such URLs, and every message would then repeat the password.
+    throw new ServiceError("USAGE", `Invalid --url '${shown}': no user or password in the URL; the key goes in SERVICE_API_KEY`);
   }
   const apiKey = env.SERVICE_API_KEY?.trim();
   if (!apiKey) {

@@ -67,6 +67,23 @@ export function isWellFormedSecret(secret: string): boolean {
   return secret.endsWith(base62(crc32(body), CHECK_LENGTH));
 }
 
+/**
+ * True when a secret's body and checksum appear anywhere in `text`: with or without the `sapi_`
+ * prefix, even glued to other letters. The checksum makes this exact (a chance match is about 1 in
+ * 62^6 per position), so prose that merely mentions `sapi_` does not match.
+ * @example containsSecret(`token ${generateSecret()} for CI`) // true
+ */
+export function containsSecret(text: string): boolean {
+  const width = BODY_LENGTH + CHECK_LENGTH;
+  for (const [run] of text.matchAll(new RegExp(`[0-9A-Za-z]{${width},}`, "g"))) {
+    for (let at = 0; at + width <= run.length; at++) {
+      const body = run.slice(at, at + BODY_LENGTH);
+      if (run.startsWith(base62(crc32(body), CHECK_LENGTH), at + BODY_LENGTH)) return true;
+    }
+  }
+  return false;
+}
+
 /** `crypto.hash` (Node 20.12+, Deno): one call, no Hash object to build and collect. */
 const oneShotHash = (nodeCrypto as { hash?: typeof nodeCrypto.hash }).hash;
 

@@ -25,6 +25,7 @@ import { ServiceError } from "./errors.ts";
 import { randomUUID } from "node:crypto";
 import { generateSecret, isWellFormedSecret, sha256Hex } from "./secret.ts";
 import { createLru } from "./_lru.ts";
+import { checkKeyInput, checkKeyPatch, lookupName } from "./_store-input.ts";
 
 /**
  * The few operations unstorage has no atomic form of. Each backend provides them with its own
@@ -176,8 +177,9 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
   };
 
   return {
-    create: (input, { overwrite = false } = {}) =>
+    create: (rawInput, { overwrite = false } = {}) =>
       guard("create a key", async () => {
+        const input = checkKeyInput(rawInput); // the CLI's and GraphQL's rules, whoever calls
         const started = Date.now(); // not performance.now(): that global loads perf_hooks on a cold start
         const names = nameKey(input.name);
         const taken = () =>
@@ -217,8 +219,9 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
         return { ...publicView(record), key: secret };
       }),
 
-    deleteByName: (name) =>
+    deleteByName: (rawName) =>
       guard("delete a key", async () => {
+        const name = lookupName(rawName);
         const names = nameKey(name);
         if (await storage.hasItem(names)) await bumpRevision(); // before too, in case this process dies mid-way
         const record = await readRecord(await atomic.take(names));
@@ -245,8 +248,9 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
         return publicView(record);
       }),
 
-    update: (id, patch) =>
+    update: (id, rawPatch) =>
       guard("update a key", async () => {
+        const patch = checkKeyPatch(rawPatch); // the CLI's and GraphQL's rules, whoever calls
         const record = await live(await readRecord(id));
         if (!record) throw new ServiceError("NOT_FOUND", `No API key found with id: ${id}`);
         const next: StoredKey = { ...record, ...patch, id, hash: record.hash, createdAt: record.createdAt };
@@ -272,7 +276,7 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
 
     getByName: (name) =>
       guard("read a key", async () => {
-        const record = await readRecord(await readId(nameKey(name)));
+        const record = await readRecord(await readId(nameKey(lookupName(name))));
         return record && publicView(record);
       }),
 

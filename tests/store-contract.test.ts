@@ -327,4 +327,48 @@ describe.each(Object.keys(backends))("key store contract on %s", (kind) => {
     expect(backend.listings).toBeGreaterThan(0);
     if (scansBefore !== undefined) expect(await backend.serverScans!()).toBeGreaterThan(scansBefore);
   });
+
+  // Issue 11, item 17: the store enforces the CLI's and GraphQL's rules, whoever calls it.
+  const refused = async (promise: Promise<unknown>, message: string) => {
+    const error = await promise.then(() => null, (e: unknown) => e);
+    expect(error).toBeInstanceOf(ServiceError);
+    expect((error as ServiceError).code).toBe("INVALID_INPUT");
+    expect((error as ServiceError).message).toContain(message);
+  };
+
+  it("create refuses what the CLI refuses, with the CLI's messages, and stores nothing", async () => {
+    const raw = store.create as (input: unknown) => Promise<unknown>;
+    await refused(raw({ name: "raw-name!", roles: ["ADMIN"], permissions: [] }), "only letters, numbers, and spaces");
+    await refused(raw({ name: "ok", roles: ["SUPERUSER"], permissions: [] }), "Unknown role \"SUPERUSER\"");
+    await refused(raw({ name: "ok", roles: [], permissions: [{ resource: "NOPE", actions: ["READ_ANY"] }] }), "Unknown permission resource");
+    await refused(raw({ name: "ok", roles: [], permissions: [] }), "at least one role or permission");
+    await refused(raw({ name: "ok", roles: ["VIEWER"], permissions: [], description: `x ${generateSecret()}` }), "secret");
+    await refused(raw({ name: "\u3164", roles: ["VIEWER"], permissions: [] }), "invisible");
+    await refused(raw(null), "name");
+    expect(await store.list()).toEqual([]);
+    expect(await backend.rawValues()).toEqual([]);
+  });
+
+  it("create normalizes like the CLI: roles as a string, a name with spaces around it, NFD", async () => {
+    const raw = store.create as (input: unknown) => Promise<{ name: string; roles: string[] }>;
+    const created = await raw({ name: "  Cafe\u0301 key ", roles: "viewer, admin", permissions: "docker:read_any" });
+    expect(created.name).toBe("Caf\u00e9 key");
+    expect(created.roles).toEqual(["ADMIN", "VIEWER"]);
+    expect((await store.getByName(" Cafe\u0301 key"))?.name).toBe("Caf\u00e9 key");
+    expect((await store.deleteByName("Cafe\u0301 key "))?.name).toBe("Caf\u00e9 key");
+  });
+
+  it("update refuses an unknown role, an invalid name or permission, and changes nothing", async () => {
+    const created = await store.create(input("keep me"));
+    const raw = store.update as (id: string, patch: unknown) => Promise<unknown>;
+    await refused(raw(created.id, { roles: ["ROOT"] }), "Unknown role \"ROOT\"");
+    await refused(raw(created.id, { name: "bad_name" }), "only letters, numbers, and spaces");
+    await refused(raw(created.id, { permissions: ["DOCKER"] }), "expected RESOURCE:ACTION");
+    await refused(raw(created.id, { roles: [], permissions: [] }), "at least one role or permission");
+    expect(await store.get(created.id)).toMatchObject({ name: "keep me", roles: ["VIEWER"] });
+    expect((await store.verify(created.key))?.id).toBe(created.id);
+    const updated = await raw(created.id, { roles: "admin", hash: "planted", createdAt: "1970" });
+    expect(updated).toMatchObject({ roles: ["ADMIN"], createdAt: created.createdAt });
+    expect((await store.verify(created.key))?.roles).toEqual(["ADMIN"]);
+  });
 });

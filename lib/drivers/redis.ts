@@ -22,6 +22,7 @@ import { createStorage, type Driver, type Storage } from "unstorage";
 import redisDriver from "unstorage/drivers/redis";
 import { ServiceError } from "../errors.ts";
 import type { AtomicIndex } from "../store.ts";
+import { redactRedisUrl, redisRedactor } from "./_redis-url.ts";
 
 /** Prefix of every Redis key the store writes, unless the URL says `?prefix=<name>`. */
 export const DEFAULT_REDIS_PREFIX = "service-api";
@@ -39,10 +40,7 @@ export interface RedisBackend {
   dispose: () => Promise<void>;
 }
 
-/** A Redis URL with any password replaced by `***`, for messages and logs. */
-export function redactRedisUrl(url: string): string {
-  return url.replace(/\/\/[^@/]*@/, "//***@");
-}
+export { redactRedisUrl } from "./_redis-url.ts";
 
 const messageOf = (error: unknown): string =>
   (error instanceof Error ? error.message : String(error)).replace(/[.\s]+$/, "");
@@ -50,6 +48,12 @@ const messageOf = (error: unknown): string =>
 /** Splits our own `prefix` query parameter off the URL; ioredis reads the remaining ones. */
 function splitPrefix(url: string): { url: string; prefix: string } {
   const parsed = new URL(url);
+  // An `@` past the host means a password with a raw / ? or #: the parser took part of it for the host,
+  // and ioredis would look that up in DNS. Refuse rather than send pieces of a password around.
+  if (/@|%40/i.test(parsed.pathname + parsed.search + parsed.hash)) throw new TypeError("credentials not percent-encoded");
+  // ioredis decodes these and throws "URI malformed" on a raw `%`: fail here, where it reads as a usage error.
+  decodeURIComponent(parsed.username);
+  decodeURIComponent(parsed.password);
   const prefix = (parsed.searchParams.get("prefix") ?? DEFAULT_REDIS_PREFIX).replace(/^:+|:+$/g, "");
   // Characters unstorage keeps as they are, so its keys and the atomic ones match byte for byte.
   if (!/^[A-Za-z0-9_.:-]+$/.test(prefix)) {
@@ -71,12 +75,19 @@ function splitPrefix(url: string): { url: string; prefix: string } {
 export async function openRedisBackend(url: string, options: RedisBackendOptions = {}): Promise<RedisBackend> {
   const { connectTimeout = 3_000, commandTimeout = 5_000 } = options;
   const where = redactRedisUrl(url);
+  // Every message below goes through `scrub`: ioredis's own messages can carry pieces of a mistyped password.
+  const scrub = redisRedactor(url);
+  const reasonOf = (error: unknown) => scrub(messageOf(error));
   let parts;
   try {
     parts = splitPrefix(url);
   } catch (error) {
     if (error instanceof ServiceError) throw error;
-    throw new ServiceError("USAGE", `Invalid Redis URL '${where}': use redis://host:port/db`, { cause: error });
+    // No `cause`: Node's "Invalid URL" error carries the whole URL in `input`.
+    throw new ServiceError(
+      "USAGE",
+      `Invalid Redis URL '${where}': use redis://[user:password@]host:port/db, with @ / : % ? # in a password percent-encoded`,
+    );
   }
   const { prefix } = parts;
 
@@ -105,7 +116,7 @@ export async function openRedisBackend(url: string, options: RedisBackendOptions
   const client = driver.getInstance!() as Redis;
   // Without a listener ioredis prints every connection error to the console; keep the latest for messages.
   client.on("error", (error: Error) => {
-    lastError = messageOf(error);
+    lastError = reasonOf(error);
   });
   client.on("ready", () => {
     lastError = "";
@@ -121,8 +132,8 @@ export async function openRedisBackend(url: string, options: RedisBackendOptions
     ]);
   } catch (error) {
     client.disconnect();
-    const reason = lastError || messageOf(error);
-    throw unavailable(`cannot connect to Redis: ${reason}`, error);
+    const reason = lastError || reasonOf(error);
+    throw unavailable(`cannot connect to Redis: ${reason}`);
   } finally {
     clearTimeout(timer);
   }
@@ -135,8 +146,8 @@ export async function openRedisBackend(url: string, options: RedisBackendOptions
 
   const failure = (error: unknown): never => {
     if (error instanceof ServiceError) throw error;
-    const reason = client.status === "ready" ? messageOf(error) : lastError || messageOf(error);
-    throw unavailable(`Redis request failed: ${reason}`, error);
+    const reason = client.status === "ready" ? reasonOf(error) : lastError || reasonOf(error);
+    throw unavailable(`Redis request failed: ${reason}`);
   };
   const wrap = <A extends unknown[], R>(fn: (...args: A) => Promise<R>) => (...args: A): Promise<R> =>
     fn(...args).catch(failure);

@@ -1,0 +1,73 @@
+/**
+ * Rules that keep one key's name from passing for another's (issue 11, item 18). They apply to new
+ * names only (create, rename); a lookup by name keeps the older, looser rule so keys named before
+ * these rules existed can still be found and deleted.
+ *
+ * - Invisible characters: Default_Ignorable_Code_Point covers the Hangul fillers U+115F, U+1160,
+ *   U+3164 and U+FFA0 that regex classes count as letters, and the zero-width and variation characters.
+ * - Compatibility forms (full-width letters, ligatures, superscripts): a name must be its own NFKC
+ *   form, so "ｄｅｐｌｏｙ" is refused with the plain spelling suggested rather than stored beside "deploy".
+ * - Runs of spaces: "deploy  key" would pass for "deploy key".
+ * - Mixed scripts (UTS #39 "highly restrictive", per word): a word is in one script, or in one of the
+ *   CJK combinations Latin+Han+Hiragana+Katakana, Latin+Han+Bopomofo, Latin+Han+Hangul. So "dеploy"
+ *   with a Cyrillic "е" is refused. Digits and other Common characters belong to every script.
+ */
+
+const INVISIBLE = /\p{Default_Ignorable_Code_Point}/u;
+
+// Scripts with their own letters; a letter in none of them counts as one "other" script, so two
+// unlisted scripts in one word are not told apart (none of the confusable pairs lies there).
+const SCRIPT_NAMES = [
+  "Latin", "Greek", "Cyrillic", "Armenian", "Georgian", "Cherokee", "Coptic", "Hebrew", "Arabic",
+  "Syriac", "Thaana", "Nko", "Devanagari", "Bengali", "Gurmukhi", "Gujarati", "Oriya", "Tamil",
+  "Telugu", "Kannada", "Malayalam", "Sinhala", "Thai", "Lao", "Tibetan", "Myanmar", "Khmer",
+  "Mongolian", "Ethiopic", "Canadian_Aboriginal", "Tifinagh", "Runic", "Ogham", "Vai", "Yi", "Lisu",
+  "Osage", "Adlam", "Han", "Hiragana", "Katakana", "Hangul", "Bopomofo",
+];
+// Compiled on first use: this module is on the CLI's start-up path, and most commands never check a new name.
+let scripts: { name: string; pattern: RegExp }[] | undefined;
+const scriptPatterns = () =>
+  (scripts ??= SCRIPT_NAMES.map((name) => ({ name, pattern: new RegExp(`\\p{Script=${name}}`, "u") })));
+const NEUTRAL = /[\p{Script=Common}\p{Script=Inherited}]/u;
+const ALLOWED_MIXES = [
+  ["Latin", "Han", "Hiragana", "Katakana"],
+  ["Latin", "Han", "Bopomofo"],
+  ["Latin", "Han", "Hangul"],
+];
+
+const hex = (c: string) => `U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")}`;
+
+/** The scripts of a word's characters, Common and Inherited left out. */
+function scriptsOf(word: string): Set<string> {
+  const found = new Set<string>();
+  for (const char of word) {
+    if (NEUTRAL.test(char)) continue;
+    found.add(scriptPatterns().find((s) => s.pattern.test(char))?.name ?? "other");
+  }
+  return found;
+}
+
+/**
+ * Why a new name could be mistaken for another, or null when it is fine. Expects a name that already
+ * passed the character rule (letters, digits and spaces, NFC).
+ * @example nameLookAlikeProblem("d\u0435ploy") // "API key name must not mix scripts in one word ..."
+ */
+export function nameLookAlikeProblem(name: string): string | null {
+  const invisible = [...name].find((c) => INVISIBLE.test(c));
+  if (invisible) {
+    return `API key name must not contain invisible or filler characters (found ${hex(invisible)})`;
+  }
+  // "deploy  key" passes for "deploy key" in most fonts and tables.
+  if (name.includes("  ")) return "API key name must not contain two spaces in a row";
+  const plain = name.normalize("NFKC");
+  if (plain !== name) {
+    return `API key name must not contain full-width, ligature or other compatibility characters: write ${JSON.stringify(plain)}`;
+  }
+  for (const word of name.split(" ")) {
+    const scripts = [...scriptsOf(word)];
+    if (scripts.length > 1 && !ALLOWED_MIXES.some((mix) => scripts.every((s) => mix.includes(s)))) {
+      return `API key name must not mix scripts in one word (${JSON.stringify(word)} mixes ${scripts.join(" and ")}), so that it cannot pass for another name`;
+    }
+  }
+  return null;
+}

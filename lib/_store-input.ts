@@ -1,0 +1,38 @@
+/**
+ * The store's own check of what it is given (issue 11, item 17): the same valibot schemas and messages
+ * as the CLI and GraphQL, so a library caller cannot store a key those would refuse or could not delete.
+ */
+import type { CreateKeyInput } from "./model.ts";
+import { ServiceError } from "./errors.ts";
+import { DescriptionSchema, NameSchema, parseCreateInput, parseInput, PermissionsSchema, RolesSchema } from "./input.ts";
+
+/** A create request, validated and normalized (throws INVALID_INPUT). */
+export function checkKeyInput(input: unknown): CreateKeyInput {
+  if (typeof input !== "object" || input === null) throw new ServiceError("INVALID_INPUT", "A key needs a name and roles or permissions");
+  const { name, description, roles, permissions } = input as Record<string, unknown>;
+  return parseCreateInput({ name, description, roles, permissions });
+}
+
+/**
+ * An update's fields, each validated like on create; only known fields are kept. A blank description
+ * stays `""`, which tells `update` to remove it.
+ */
+export function checkKeyPatch(patch: unknown): Partial<CreateKeyInput> {
+  if (typeof patch !== "object" || patch === null) throw new ServiceError("INVALID_INPUT", "An update needs the fields to change");
+  const given = patch as Record<string, unknown>;
+  const out: Partial<CreateKeyInput> = {};
+  if (given.name !== undefined) out.name = parseInput(NameSchema, given.name);
+  if (given.description !== undefined) out.description = parseInput(DescriptionSchema, given.description ?? "") ?? "";
+  if (given.roles !== undefined) out.roles = parseInput(RolesSchema, given.roles);
+  if (given.permissions !== undefined) out.permissions = parseInput(PermissionsSchema, given.permissions);
+  return out;
+}
+
+/**
+ * A name to look up, in the form names are stored in (trimmed, NFC). Not held to the name rules: a key
+ * stored before they applied can still be found and deleted.
+ */
+export function lookupName(name: unknown): string {
+  if (typeof name !== "string") throw new ServiceError("INVALID_INPUT", "API key name must be a string");
+  return name.trim().normalize("NFC");
+}

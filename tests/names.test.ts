@@ -1,0 +1,94 @@
+// Issue 11, item 18: names that are invisible or could pass for another key's name are refused on
+// create and rename; lookups keep the older rule so keys named before still can be deleted.
+import { afterAll, describe, expect, it } from "vitest";
+import { LookupNameSchema, NameSchema, parseInput } from "../lib/input.ts";
+import { ServiceError } from "../lib/errors.ts";
+import { createKeyStore } from "../lib/store.ts";
+import { cliWithStore } from "./helpers/cli.ts";
+
+const problem = (name: string): string | null => {
+  try {
+    parseInput(NameSchema, name);
+    return null;
+  } catch (error) {
+    expect(error).toBeInstanceOf(ServiceError);
+    expect((error as ServiceError).code).toBe("INVALID_INPUT");
+    return (error as ServiceError).message;
+  }
+};
+
+describe("new names", () => {
+  it.each([
+    ["\u3164"], ["deploy\u3164key"], ["\u115F"], ["\u1160x"], ["\uFFA0"],
+  ])("refuses invisible or filler characters in %j", (name) => {
+    expect(problem(name)).toMatch(/^API key name must not contain invisible or filler characters \(found U\+[0-9A-F]{4}\)$/);
+  });
+
+  it.each([
+    ["d\u0435ploy key", "Latin and Cyrillic"], ["\u0440aypal", "Cyrillic and Latin"], ["ad\u03BCin", "Latin and Greek"],
+    ["\u03B1\u0431", "Greek and Cyrillic"],
+  ])("refuses %j, which mixes %s in one word", (name, mix) => {
+    expect(problem(name)).toContain(`mixes ${mix}`);
+  });
+
+  it("refuses two spaces in a row, which pass for one", () => {
+    expect(problem("deploy  key")).toBe("API key name must not contain two spaces in a row");
+  });
+
+  it("refuses full-width and other compatibility forms, naming the plain spelling", () => {
+    expect(problem("\uFF44\uFF45\uFF50\uFF4C\uFF4F\uFF59 key")).toBe(
+      'API key name must not contain full-width, ligature or other compatibility characters: write "deploy key"',
+    );
+    expect(problem("\uFB01le")).toContain('write "file"');
+    expect(problem("\u{1D400}dmin")).toContain('write "Admin"'); // mathematical bold A
+
+  });
+
+  it.each([
+    ["deploy key"], ["Überprüfung 東京 2"], ["Ключ 7"], ["مفتاح"], ["東京タワー key"], ["漢字ひらがなカタカナ Latin"],
+    ["한국어 키"], ["Deploy key"], ["deploy Ключ"], ["ελληνικά 2"]
+  ])("accepts %j", (name) => {
+    expect(problem(name)).toBeNull();
+  });
+
+  it("keeps the reference message for characters that are not letters, digits or spaces", () => {
+    expect(problem("bad-name")).toBe(
+      "API key name must contain only letters, numbers, and spaces (Unicode letters are supported)",
+    );
+  });
+
+  it("lookups accept old names the new rules refuse, so such keys can still be found", () => {
+    expect(parseInput(LookupNameSchema, " \u3164 ")).toBe("\u3164");
+  });
+});
+
+describe("the CLI and the library", () => {
+  const { cli, cleanup } = cliWithStore();
+  afterAll(cleanup);
+
+  it("refuses a Hangul-filler name with exit 2 and the message, and stores nothing", async () => {
+    const result = await cli("apikey", "--create", "--name", "\u3164", "--roles", "ADMIN", "--json");
+    expect(result.code).toBe(2);
+    expect(result.stderr + result.stdout).toContain("invisible or filler characters (found U+3164)");
+    expect(result.stderr).not.toMatch(/\n\s+at /);
+    const list = await cli("apikey", "--list", "--json");
+    expect(JSON.parse(list.stdout)).toEqual({ keys: [] });
+  });
+
+  it("refuses a look-alike of an existing key's name instead of creating a second key", async () => {
+    expect((await cli("apikey", "--create", "--name", "deploy key", "--roles", "ADMIN")).code).toBe(0);
+    const spoof = await cli("apikey", "--create", "--name", "d\u0435ploy key", "--roles", "ADMIN");
+    expect(spoof.code).toBe(2);
+    expect(spoof.stderr).toContain("mixes Latin and Cyrillic");
+    const wide = await cli("apikey", "--create", "--name", "\uFF44\uFF45\uFF50\uFF4C\uFF4F\uFF59 key", "--roles", "ADMIN");
+    expect(wide.code).toBe(2);
+    expect(wide.stderr).toContain('write "deploy key"');
+  });
+
+  it("the store refuses a rename to an invisible name too", async () => {
+    const store = createKeyStore();
+    const { id } = await store.create({ name: "ok", roles: ["GUEST"], permissions: [] });
+    await expect(store.update(id, { name: "a\u3164b" })).rejects.toThrow(/invisible or filler/);
+    expect((await store.get(id))?.name).toBe("ok");
+  });
+});
