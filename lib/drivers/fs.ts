@@ -66,7 +66,7 @@ const blockingOps: FileOps = {
   opendir: async (path) => fs.opendirSync(path),
 };
 
-const { constants, readFileSync, statSync } = fs;
+const { closeSync, constants, fstatSync, ftruncateSync, openSync, readFileSync, readSync, writeSync } = fs;
 
 export interface FsDriverOptions {
   /** Directory holding the store; created with mode 0700 when missing. */
@@ -136,10 +136,15 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
     const tmp = `${path}.${randomUUID()}${TMP}`;
     const fd = await files.open(tmp, "wx", 0o600);
     try {
-      await files.writeFile(fd, value, "utf8");
-      if (durable) await files.fsync(fd);
-    } finally {
-      await files.close(fd);
+      try {
+        await files.writeFile(fd, value, "utf8");
+        if (durable) await files.fsync(fd);
+      } finally {
+        await files.close(fd);
+      }
+    } catch (error) {
+      await removeFile(tmp).catch(() => {}); // a full disk must not leave half-written temporaries behind
+      throw error;
     }
     return tmp;
   };
@@ -164,6 +169,32 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
       throw error;
     }
     await syncDir(dirname(path));
+  };
+
+  const versionBuffer = Buffer.alloc(64);
+
+  /**
+   * Writes a fresh token over the file in place: same inode, same blocks, so it needs no free space or
+   * inode and works on a full disk. One write(2) of 36 bytes at offset 0: a killed process leaves the old
+   * token or the new one; a reader racing it may see a mix, which differs from the old token all the same.
+   * A missing file is created whole (temporary file and rename) so it never exists empty.
+   */
+  const bump = async (path: string) => {
+    const token = randomUUID();
+    let fd;
+    try {
+      fd = await files.open(path, constants.O_WRONLY);
+    } catch (error) {
+      if (!isCode(error, "ENOENT")) throw error;
+      return write(path, token);
+    }
+    try {
+      writeSync(fd, token, 0, "latin1");
+      if (fstatSync(fd).size > token.length) ftruncateSync(fd, token.length); // shrinking frees, never allocates
+      if (durable) await files.fsync(fd);
+    } finally {
+      await files.close(fd);
+    }
   };
 
   const remove = async (path: string) => {
@@ -197,7 +228,18 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
    */
   const lock = async (path: string): Promise<() => Promise<void>> => {
     const lockPath = `${path}.lock${TMP}`;
-    const mine = await writeTemp(path, String(process.pid));
+    let mine: string;
+    try {
+      mine = await writeTemp(path, String(process.pid));
+    } catch (error) {
+      // A full disk has no room for the pid file, but a delete must still work there: link the entry
+      // itself (a directory entry, no new inode or block). Such a lock names no owner, so only its age breaks it.
+      if (!isCode(error, "ENOSPC", "EDQUOT")) throw error;
+      await files.link(path, lockPath).catch((linkError) => {
+        throw isCode(linkError, "ENOENT") ? error : linkError;
+      });
+      return () => removeFile(lockPath);
+    }
     try {
       for (let attempt = 0; ; attempt++) {
         try {
@@ -247,29 +289,60 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
         await release();
       }
     },
+    // take and takeIf hold the same per-entry lock as swap, so a value read under it is the value
+    // removed: nothing can replace the entry between the read and the unlink (claim fails while it exists).
     async take(key) {
       const path = pathOf(key);
-      // Renaming first makes the removal atomic: of two concurrent takers exactly one gets the value.
-      const taken = `${path}.${randomUUID()}${TMP}`;
+      if ((await read(path)) === null) return null;
+      const release = await lock(path);
       try {
-        await files.rename(path, taken);
-      } catch (error) {
-        if (isCode(error, "ENOENT", "ENOTDIR")) return null;
-        throw error;
+        const value = await read(path);
+        if (value !== null) await remove(path);
+        return value;
+      } finally {
+        await release();
       }
-      const value = await read(taken);
-      await removeFile(taken);
-      await syncDir(dirname(path));
-      return value;
     },
-    // Every write renames a fresh file into place, so inode and change time together identify a
-    // version; one stat is far cheaper than open, read and close on the service's hot path. Plain
-    // numbers, not bigint: ctimeMs still resolves well under a microsecond, and it costs 1 µs less.
+    async takeIf(key, value) {
+      const path = pathOf(key);
+      if ((await read(path)) !== value) return false;
+      const release = await lock(path);
+      try {
+        if ((await read(path)) !== value) return false;
+        await remove(path);
+        return true;
+      } finally {
+        await release();
+      }
+    },
+    bump: (key) => bump(pathOf(key)),
+    async exclusive(key, fn) {
+      const release = await lock(pathOf(key));
+      try {
+        return await fn();
+      } finally {
+        await release();
+      }
+    },
+    // The token is the file's content, which every bump changes; inode and change time did not identify a
+    // version on file systems with one-second timestamps (ext4 with 128-byte inodes), where a freed inode
+    // number comes back at once. A fixed buffer and open/read/close: no stat, no string decoding of a file.
     version(key) {
       let path = versionPaths.get(key);
       if (!path) versionPaths.set(key, (path = pathOf(key)));
-      const stat = statSync(path, { throwIfNoEntry: false });
-      return stat ? `${stat.ino}:${stat.ctimeMs}:${stat.size}` : "";
+      let fd;
+      try {
+        fd = openSync(path, constants.O_RDONLY);
+      } catch (error) {
+        if (isCode(error, "ENOENT", "ENOTDIR")) return "";
+        throw error;
+      }
+      try {
+        const length = readSync(fd, versionBuffer, 0, versionBuffer.length, 0);
+        return versionBuffer.toString("latin1", 0, length);
+      } finally {
+        closeSync(fd);
+      }
     },
     async hasAny(prefix) {
       let dir;
