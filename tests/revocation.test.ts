@@ -1,7 +1,7 @@
 // Revocation where the file system makes it hard: one-second timestamps (ext4 with 128-byte inodes, where
 // a freed inode number comes back at once) and a full disk. Both need root for the mounts; CI runs as root.
 import { execFileSync } from "node:child_process";
-import { mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openKeyStore, parseStoreSpec } from "../lib/config.ts";
@@ -151,6 +151,34 @@ describe.skipIf(!isRoot)(`revocation on a full disk [${NOT_ROOT}]`, () => {
     } finally {
       await server.close();
       rmSync(join(disk, "filler-0"), { force: true });
+    }
+  });
+});
+
+describe("revocation when the revision file is replaced rather than rewritten", () => {
+  it("a server keeps seeing revocations after another program renames a new revision file into place", async () => {
+    const { dir, cleanup: done } = tempDir("service-api-revision-");
+    const store = join(dir, "keys");
+    const server = await openKeyStore(parseStoreSpec(store));
+    try {
+      const first = await created(store, "first");
+      const second = await created(store, "second");
+      expect((await server.verify(first.key))?.id).toBe(first.id);
+      // What an older version of the CLI does on every bump, and what restoring a copy of the store does.
+      writeFileSync(join(store, "meta", "revision.new"), crypto.randomUUID());
+      renameSync(join(store, "meta", "revision.new"), join(store, "meta", "revision"));
+      expect((await server.verify(second.key))?.id).toBe(second.id);
+      await deleted(store, "second");
+      expect(await server.verify(second.key)).toBeNull();
+      rmSync(store, { recursive: true }); // the whole store removed and made again
+      const third = await created(store, "third");
+      expect(await server.verify(first.key)).toBeNull();
+      expect((await server.verify(third.key))?.id).toBe(third.id);
+      await deleted(store, "third");
+      expect(await server.verify(third.key)).toBeNull();
+    } finally {
+      await server.close();
+      done();
     }
   });
 });
