@@ -251,7 +251,10 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
         await Promise.all([
           storage.setItem(`keys:${record.id}`, record),
           storage.setItem(`secrets:${record.hash}`, record.id),
-        ]);
+        ]).catch(async (error) => {
+          await discard(record).catch(() => {}); // one of the two may have been written (a full disk)
+          throw error;
+        });
         if (overwrite) {
           // Bumped before the swap as well as after: a process killed between the two must not leave
           // other processes trusting remembered verifications of the key it replaced.

@@ -129,6 +129,13 @@ describe.skipIf(!isRoot)(`revocation on a full disk [${NOT_ROOT}]`, () => {
         expect(run.stderr.trim().split("\n")).toHaveLength(1);
         expect(run.stderr).toMatch(/no space left/i);
         expect(temporaries(store)).toEqual([]);
+        // Nor can an overwrite: the key it would replace keeps working, and nothing half-made is left.
+        const overwrite = await runCli(["apikey", "--create", "--name", "kept", "--roles", "GUEST", "--overwrite", "--store", store]);
+        expect(overwrite.code).toBe(1);
+        expect(overwrite.stderr).toMatch(/no space left/i);
+        expect((await server.verify(kept.key))?.id).toBe(kept.id);
+        expect(temporaries(store)).toEqual([]);
+        expect(readdirSync(join(store, "keys"))).toEqual([kept.id]);
         expect((await server.list()).map((k) => k.name)).toEqual(["kept"]);
       } finally {
         await server.close();

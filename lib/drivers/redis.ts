@@ -34,7 +34,7 @@ return 0`;
 
 /** Deletes a lock only while it is still ours (the lease may have run out and passed to another holder). */
 const RELEASE = `if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) end return 0`;
-const LOCK_LEASE_MS = 10_000;
+const LOCK_LEASE_MS = 5_000;
 
 /** Prefix of every Redis key the store writes, unless the URL says `?prefix=<name>`. */
 export const DEFAULT_REDIS_PREFIX = "service-api";
@@ -182,9 +182,10 @@ export async function openRedisBackend(url: string, options: RedisBackendOptions
       const lock = redisKey(`locks:${key}`);
       const token = crypto.randomUUID();
       // A lease, so a holder that died releases it by itself; held for a few round trips at most.
-      for (let attempt = 0; ; attempt++) {
+      const deadline = Date.now() + LOCK_LEASE_MS + 1_000; // by then a dead holder's lease has run out
+      for (;;) {
         if ((await client.set(lock, token, "PX", LOCK_LEASE_MS, "NX").catch(failure)) === "OK") break;
-        if (attempt >= 1_000) throw unavailable(`key ${key} stayed locked for too long`);
+        if (Date.now() > deadline) throw unavailable(`key ${key} stayed locked for too long`);
         await new Promise((done) => setTimeout(done, 1 + Math.random() * 4));
       }
       try {
