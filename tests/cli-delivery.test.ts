@@ -6,13 +6,14 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { openKeyStore, parseStoreSpec } from "../lib/config.ts";
 import { CLI, runCli, tempDir } from "./helpers/cli.ts";
+import { startServer } from "./helpers/server.ts";
 
 /** Runs the CLI with stdout on /dev/full or on a pipe whose reader has already gone; resolves with status and stderr. */
-function runBroken(stdout: "full" | "closed", args: string[]): Promise<{ code: number | null; stderr: string }> {
+function runBroken(stdout: "full" | "closed", args: string[], env: Record<string, string | undefined> = {}): Promise<{ code: number | null; stderr: string }> {
   return new Promise((resolve, reject) => {
     const full = stdout === "full" ? openSync("/dev/full", "w") : undefined;
     const child = spawn(process.execPath, [CLI, ...args], {
-      env: { ...process.env, LOG_LEVEL: undefined, NO_COLOR: "1" },
+      env: { ...process.env, LOG_LEVEL: undefined, NO_COLOR: "1", ...env },
       stdio: ["ignore", full ?? "pipe", "pipe"],
       timeout: 20_000,
     });
@@ -76,5 +77,21 @@ describe("a new key's secret that cannot be delivered", () => {
     await keys.close();
     // Doing what the message says works.
     expect((await runCli(["apikey", "--create", "--name", "ci", "--roles", "GUEST", "--overwrite", "--store", store])).code).toBe(0);
+  });
+
+  it("in remote mode (--url) too: a create that cannot print its secret is deleted again on the server", async () => {
+    const admin = JSON.parse((await runCli(["apikey", "--create", "--name", "admin", "--roles", "ADMIN", "--json", "--store", store])).stdout);
+    const server = await startServer({ store });
+    try {
+      const run = await runBroken("full", ["apikey", "--create", "--name", "ci", "--roles", "GUEST", "--url", server.url], {
+        SERVICE_API_KEY: admin.key,
+        SERVICE_API_STORE: undefined,
+      });
+      expect(run.code).toBe(1);
+      expect(run.stderr).toContain("(ENOSPC). The key was deleted again, so nothing changed");
+      expect((await listed()).map((k) => k.name)).toEqual(["admin"]);
+    } finally {
+      await server.stop();
+    }
   });
 });
