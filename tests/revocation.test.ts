@@ -137,6 +137,10 @@ describe.skipIf(!isRoot)(`revocation on a full disk [${NOT_ROOT}]`, () => {
         expect(temporaries(store)).toEqual([]);
         expect(readdirSync(join(store, "keys"))).toEqual([kept.id]);
         expect((await server.list()).map((k) => k.name)).toEqual(["kept"]);
+        // The service's delete (by id, as GraphQL does it) works on the full disk as well.
+        expect((await server.deleteById(kept.id))?.id).toBe(kept.id);
+        expect(await server.verify(kept.key)).toBeNull();
+        expect(temporaries(store)).toEqual([]);
       } finally {
         await server.close();
       }
