@@ -3,7 +3,9 @@
  * temporary file that is fsynced and renamed into place (a process killed mid-write leaves the old
  * value or the new one, never half of one), files are mode 0600 in 0700 directories, and the
  * atomic index operations use link(2) and rename(2), which the file system performs atomically even
- * between processes. unstorage's own fs drivers write in place, which is why this one exists.
+ * between processes, and a per-entry lock file for the read-then-change ones (swap, take, takeIf).
+ * The one exception to write-and-rename is the revision token (`bump`), rewritten in place so that a
+ * revocation needs no free space. unstorage's own fs drivers write in place, which is why this one exists.
  */
 import { randomUUID } from "node:crypto";
 import * as fs from "node:fs";

@@ -9,6 +9,7 @@
  *   swap   SET key value GET         (Redis >= 6.2)
  *   take   GETDEL key                (Redis >= 6.2)
  *   takeIf a Lua script: GET, compare, DEL (compare and delete of a name entry)
+ *   exclusive  a lease: SET locks:<key> token NX PX, released by a Lua compare-and-delete
  *   hasAny SCARD of a member set kept beside the entries, so "is the store empty" costs O(1)
  *
  * Each of claim/swap/take updates its entry and that member set in one MULTI transaction.
