@@ -37,6 +37,9 @@
  * on a full disk. The first create makes the revision file, so later bumps always find it. Should a bump
  * before a delete still fail for lack of space (a store from an older version), the delete proceeds and
  * the bump after it, once the delete has freed space, is the one that counts.
+ * On a full disk the fs driver cannot make its lock files and runs take, takeIf and exclusive unlocked:
+ * concurrent deletes still remove each key exactly once (an unlink that finds nothing loses), but a
+ * create or overwrite that finds room at that very moment is not serialized against them.
  */
 import { createStorage, type Storage } from "unstorage";
 import type { ApiKeyInfo, CreatedKey, CreateKeyInput, StoredKey } from "./model.ts";

@@ -113,9 +113,21 @@ describe.skipIf(!isRoot)(`revocation on a full disk [${NOT_ROOT}]`, () => {
       try {
         const doomed = await created(store, "leaked");
         const kept = await created(store, "kept");
+        const twins = await Promise.all([0, 1, 2, 3].map((i) => created(store, `twin ${i}`)));
         expect((await server.verify(doomed.key))?.id).toBe(doomed.id);
         fill(disk);
         await deleted(store, "leaked");
+        // Concurrent deletes of the same keys on the full disk (by name and by id): each key is deleted once.
+        const other = await openKeyStore(parseStoreSpec(store));
+        const results = await Promise.all(twins.flatMap((twin, i) => [
+          server.deleteByName(`twin ${i}`),
+          other.deleteByName(`twin ${i}`),
+          other.deleteById(twin.id),
+        ]));
+        await other.close();
+        expect(results.filter(Boolean).map((k) => k!.id).sort()).toEqual(twins.map((t) => t.id).sort());
+        for (const twin of twins) expect(await server.verify(twin.key)).toBeNull();
+        fill(disk);
         expect(await server.verify(doomed.key)).toBeNull();
         expect((await server.verify(kept.key))?.id).toBe(kept.id);
         expect(temporaries(store)).toEqual([]);

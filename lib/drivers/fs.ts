@@ -234,13 +234,11 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
     try {
       mine = await writeTemp(path, String(process.pid));
     } catch (error) {
-      // A full disk has no room for the pid file, but a delete must still work there: link the entry
-      // itself (a directory entry, no new inode or block). Such a lock names no owner, so only its age breaks it.
-      if (!isCode(error, "ENOSPC", "EDQUOT")) throw error;
-      await files.link(path, lockPath).catch((linkError) => {
-        throw isCode(linkError, "ENOENT") ? error : linkError;
-      });
-      return () => removeFile(lockPath);
+      // A full disk: no room for the pid file, nor reliably for any new directory entry (ext4 refuses even
+      // link(2) there). Deletes must still work, so go on unlocked: nothing that needs the lock and writes
+      // can succeed now anyway, and take/takeIf stay safe against each other (see `unlinkOwn`).
+      if (isCode(error, "ENOSPC", "EDQUOT")) return async () => {};
+      throw error;
     }
     try {
       for (let attempt = 0; ; attempt++) {
@@ -261,6 +259,18 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
     } finally {
       await removeFile(mine);
     }
+  };
+
+  /** Removes `path`; false when it was gone already (someone else removed it first). */
+  const unlinkOwn = async (path: string): Promise<boolean> => {
+    try {
+      await files.unlink(path);
+    } catch (error) {
+      if (isCode(error, "ENOENT")) return false;
+      throw error;
+    }
+    await syncDir(dirname(path));
+    return true;
   };
 
   const atomic: AtomicIndex = {
@@ -299,8 +309,7 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
       const release = await lock(path);
       try {
         const value = await read(path);
-        if (value !== null) await remove(path);
-        return value;
+        return value !== null && (await unlinkOwn(path)) ? value : null;
       } finally {
         await release();
       }
@@ -310,9 +319,7 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
       if ((await read(path)) !== value) return false;
       const release = await lock(path);
       try {
-        if ((await read(path)) !== value) return false;
-        await remove(path);
-        return true;
+        return (await read(path)) === value && (await unlinkOwn(path));
       } finally {
         await release();
       }
