@@ -251,7 +251,10 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
         const owner = Number(await read(lockPath));
         if (attempt >= 400 || (owner > 0 && !isAlive(owner))) {
           const stale = `${lockPath}.${randomUUID()}${TMP}`;
-          await files.rename(lockPath, stale).then(() => removeFile(stale), () => {});
+          // ENOENT: someone else broke it first. Anything else would make this loop spin: give up.
+          await files.rename(lockPath, stale).then(() => removeFile(stale), (error) => {
+            if (!isCode(error, "ENOENT")) throw error;
+          });
           continue;
         }
         await new Promise((done) => setTimeout(done, 1 + Math.random() * 4));
