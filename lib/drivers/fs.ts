@@ -13,11 +13,12 @@ import { promisify } from "node:util";
 import { dirname, join, resolve } from "node:path";
 import { defineDriver, type Driver } from "unstorage";
 import type { AtomicIndex } from "../store.ts";
+import { createRevisionFiles } from "./_fs-revision.ts";
 
 const TMP = ".tmp";
 
 /** The file operations the driver uses, as promises. */
-interface FileOps {
+export interface FileOps {
   open(path: string, flags: string | number, mode?: number): Promise<number>;
   close(fd: number): Promise<void>;
   fsync(fd: number): Promise<void>;
@@ -68,7 +69,7 @@ const blockingOps: FileOps = {
   opendir: async (path) => fs.opendirSync(path),
 };
 
-const { closeSync, constants, fstatSync, ftruncateSync, openSync, readFileSync, readSync, writeSync } = fs;
+const { constants, readFileSync } = fs;
 
 export interface FsDriverOptions {
   /** Directory holding the store; created with mode 0700 when missing. */
@@ -120,7 +121,6 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
     files.unlink(path).catch((error) => {
       if (!isCode(error, "ENOENT")) throw error;
     });
-  const versionFiles = new Map<string, { path: string; fd: number }>(); // version() reads the same file per request
 
   const syncDir = async (dir: string) => {
     if (!durable) return;
@@ -173,31 +173,7 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
     await syncDir(dirname(path));
   };
 
-  const versionBuffer = Buffer.alloc(64);
-
-  /**
-   * Writes a fresh token over the file in place: same inode, same blocks, so it needs no free space or
-   * inode and works on a full disk. One write(2) of 36 bytes at offset 0: a killed process leaves the old
-   * token or the new one; a reader racing it may see a mix, which differs from the old token all the same.
-   * A missing file is created whole (temporary file and rename) so it never exists empty.
-   */
-  const bump = async (path: string) => {
-    const token = randomUUID();
-    let fd;
-    try {
-      fd = await files.open(path, constants.O_WRONLY);
-    } catch (error) {
-      if (!isCode(error, "ENOENT")) throw error;
-      return write(path, token);
-    }
-    try {
-      writeSync(fd, token, 0, "latin1");
-      if (fstatSync(fd).size > token.length) ftruncateSync(fd, token.length); // shrinking frees, never allocates
-      if (durable) await files.fsync(fd);
-    } finally {
-      await files.close(fd);
-    }
-  };
+  const revision = createRevisionFiles({ files, pathOf, durable, create: write });
 
   const remove = async (path: string) => {
     try {
@@ -327,7 +303,7 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
         await release();
       }
     },
-    bump: (key) => bump(pathOf(key)),
+    bump: (key) => revision.bump(key),
     async exclusive(key, fn) {
       const release = await lock(pathOf(key));
       try {
@@ -336,31 +312,7 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
         await release();
       }
     },
-    // The token is the file's content, which every bump changes; inode and change time did not identify a
-    // version on file systems with one-second timestamps (ext4 with 128-byte inodes), where a freed inode
-    // number comes back at once. The file stays open: pread plus fstat costs what one stat did (2.5 µs).
-    // A link count of 0 means the file was replaced (an older version renames a new one into place) or
-    // removed: the open copy no longer changes, so go back to the path.
-    version(key) {
-      const open = versionFiles.get(key);
-      if (open) {
-        const length = readSync(open.fd, versionBuffer, 0, versionBuffer.length, 0);
-        if (fstatSync(open.fd).nlink > 0) return versionBuffer.toString("latin1", 0, length);
-        versionFiles.delete(key);
-        closeSync(open.fd);
-      }
-      const path = open?.path ?? pathOf(key);
-      let fd;
-      try {
-        fd = openSync(path, constants.O_RDONLY);
-      } catch (error) {
-        if (isCode(error, "ENOENT", "ENOTDIR")) return "";
-        throw error;
-      }
-      versionFiles.set(key, { path, fd });
-      const length = readSync(fd, versionBuffer, 0, versionBuffer.length, 0);
-      return versionBuffer.toString("latin1", 0, length);
-    },
+    version: (key) => revision.read(key),
     async hasAny(prefix) {
       let dir;
       try {
@@ -392,10 +344,7 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
       await walk(start, prefix.split(":").filter(Boolean).join(":"), out);
       return out;
     },
-    dispose: () => {
-      for (const { fd } of versionFiles.values()) closeSync(fd);
-      versionFiles.clear();
-    },
+    dispose: () => revision.close(),
     clear: async (prefix) => {
       await files.rm(prefix ? pathOf(prefix) : base, { recursive: true, force: true });
     },
