@@ -5,7 +5,7 @@
  */
 import { writeSync } from "node:fs";
 import { cac } from "cac";
-import { type ApikeyFlags, runApikey } from "./lib/apikey.ts";
+import { type ApikeyFlags, type KeyBackend, runApikey, undeliveredCreate } from "./lib/apikey.ts";
 import { openKeyStore, parseStoreSpec } from "./lib/config.ts";
 import { ServiceError } from "./lib/errors.ts";
 import { formatError, type Output } from "./lib/format.ts";
@@ -68,11 +68,12 @@ async function main(argv: string[]): Promise<Output> {
         const url = options.url ?? (options.store ? undefined : process.env.SERVICE_API_URL?.trim() || undefined);
         if (url) {
           const { openRemoteBackend } = await import("./lib/remote.ts");
-          return await runApikey(options, openRemoteBackend(url, process.env), terminal);
+          const remote = openRemoteBackend(url, process.env);
+          return await deliver(await runApikey(options, remote, terminal), remote);
         }
         const store = await openKeyStore(parseStoreSpec(options.store), debug, { oneShot: true });
         try {
-          return await runApikey(options, store, terminal);
+          return await deliver(await runApikey(options, store, terminal), store);
         } finally {
           await store.close();
         }
@@ -111,20 +112,40 @@ async function main(argv: string[]): Promise<Output> {
 
 /**
  * Writes all of `text` to stdout (1) or stderr (2) with write(2). Building `process.stdout` for a pipe
- * would load node:net and the streams machinery, a large share of a create's start-up. The rest goes
- * through the stream only if the descriptor would block (EAGAIN: a full non-blocking pipe). Returns
- * the error code when the text could not be written (a reader that has gone away, a closed descriptor).
+ * would load node:net and the streams machinery, a large share of a create's start-up. Returns the error
+ * code when the text could not be written (a reader that has gone away, a closed descriptor, a full disk).
  */
 function writeOut(fd: 1 | 2, text: string): string | undefined {
   const bytes = new TextEncoder().encode(text);
   let at = 0;
-  try {
-    while (at < bytes.length) at += writeSync(fd, bytes, at);
-  } catch (error) {
-    const code = (error as { code?: string }).code ?? "EIO";
-    if (code !== "EAGAIN") return code;
-    (fd === 1 ? process.stdout : process.stderr).write(bytes.subarray(at));
+  let waited = 0;
+  while (at < bytes.length) {
+    try {
+      at += writeSync(fd, bytes, at);
+    } catch (error) {
+      const code = (error as { code?: string }).code ?? "EIO";
+      // A full non-blocking pipe: wait for the reader here rather than hand the rest to a stream, whose
+      // failure would come too late to report (or, for a new key's secret, to undo the create).
+      if (code !== "EAGAIN" || waited >= WRITE_PATIENCE_MS) return code;
+      Atomics.wait(pause, 0, 0, 5);
+      waited += 5;
+    }
   }
+}
+const pause = new Int32Array(new SharedArrayBuffer(4));
+/** How long a reader that does not read may keep the command waiting before its output counts as lost. */
+const WRITE_PATIENCE_MS = 60_000;
+
+/**
+ * Writes a new key's secret while the store is still open: when it cannot be written, that secret had no
+ * other copy, so the create is undone (or, for an overwrite, the message says what is left) and the
+ * command fails. Other output is written by `run`.
+ */
+async function deliver(output: Output, store: KeyBackend): Promise<Output> {
+  if (!output.created || !output.stdout) return output;
+  const failed = writeOut(1, output.stdout);
+  if (!failed) return { ...output, stdout: undefined };
+  return { notice: await undeliveredCreate(output.created, store, failed), exitCode: 1 };
 }
 
 /** Runs the command line and sets the exit status; never throws. */

@@ -21,7 +21,7 @@ export interface ApikeyFlags {
 }
 
 /** What the command needs of a store: the local store and the remote (GraphQL) one both provide it. */
-export type KeyBackend = Pick<KeyStore, "create" | "deleteByName" | "list" | "isEmpty" | "getByName">;
+export type KeyBackend = Pick<KeyStore, "create" | "deleteByName" | "deleteById" | "list" | "isEmpty" | "getByName">;
 
 export interface TerminalState {
   /** True when a person can answer prompts (stdin and stdout are terminals). */
@@ -71,7 +71,7 @@ export async function runApikey(flags: ApikeyFlags, store: KeyBackend, context: 
     }
     const input = parseCreateInput(flags);
     const created = await store.create(input, { overwrite: Boolean(flags.overwrite) });
-    return formatCreated(created, asJson);
+    return { ...formatCreated(created, asJson), created: { id: created.id, name: created.name, overwrite: Boolean(flags.overwrite) } };
   }
 
   if (flags.name === undefined) {
@@ -84,4 +84,26 @@ export async function runApikey(flags: ApikeyFlags, store: KeyBackend, context: 
   const deleted = await store.deleteByName(name);
   if (deleted) return formatDeleted([deleted], asJson);
   return formatNothingDeleted(name, await store.isEmpty(), asJson);
+}
+
+/**
+ * What to do and say when a new key's secret could not be written (a full disk, a closed pipe): the
+ * output was its only copy. A plain create is undone, by id and only while the name still holds that
+ * key; an overwrite cannot be undone (the key it replaced is gone), so the message says what is left.
+ * Returns the one-line message.
+ */
+export async function undeliveredCreate(created: NonNullable<Output["created"]>, store: KeyBackend, reason: string): Promise<string> {
+  const { id, name } = created;
+  const lost = `Error: Could not write the new key's secret to stdout (${reason}).`;
+  const fix = `Delete it (service-api apikey --delete --name '${name}') or overwrite it again.`;
+  if (created.overwrite) {
+    return `${lost} Key '${name}' (id ${id}) is stored, replacing any earlier key of that name (which no longer works), but its secret is lost. ${fix}`;
+  }
+  try {
+    if (await store.deleteById(id)) return `${lost} The key was deleted again, so nothing changed: create it again.`;
+    return `${lost} Key '${name}' (id ${id}) was already deleted or replaced by someone else; nothing was undone.`;
+  } catch (error) {
+    const why = error instanceof Error ? error.message : String(error);
+    return `${lost} Undoing the create failed (${why}): key '${name}' (id ${id}) is stored but its secret is lost. ${fix}`;
+  }
 }

@@ -11,6 +11,8 @@ export interface Output {
   stdout?: string;
   notice?: string;
   exitCode: number;
+  /** Set when stdout carries a new key's secret, its only copy: see `undeliveredCreate`. */
+  created?: { id: string; name: string; overwrite: boolean };
 }
 
 const json = (value: unknown) => JSON.stringify(value) + "\n";

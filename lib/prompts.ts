@@ -170,7 +170,8 @@ export async function interactiveCreate(
     { name, description: finalDescription, roles, permissions },
     { overwrite: replace || Boolean(flags.overwrite) },
   );
-  return formatCreated(created, Boolean(flags.json), replace);
+  const overwrite = replace || Boolean(flags.overwrite);
+  return { ...formatCreated(created, Boolean(flags.json), replace), created: { id: created.id, name: created.name, overwrite } };
 }
 
 /** "2025-01-31T12:34:56.789Z" -> "2025-01-31 12:34" (UTC, as stored). */

@@ -78,6 +78,18 @@ export function createRemoteBackend(options: RemoteBackendOptions | { client: Cl
       return { ...toInfo(created as RawKey), key: created.key };
     },
 
+    async deleteById(id) {
+      const found = (await list()).find((k) => k.id === id);
+      if (!found) return null;
+      try {
+        await client.request(`mutation ($ids: [PrefixedID!]!) { apiKey { delete(input: { ids: $ids }) } }`, { ids: [id] });
+      } catch (error) {
+        if (error instanceof ClientError && error.code === "NOT_FOUND") return null;
+        throw error;
+      }
+      return found;
+    },
+
     async deleteByName(name) {
       const found = await getByName(name);
       if (!found) return null;

@@ -13,11 +13,33 @@
  * that dies between the steps leaves at most an unreferenced record, never a half-made key, and a
  * secret only authenticates while its key's name entry points at its record.
  *
+ * Races on one key (reasoned per pair; tests/races.test.ts runs them in a loop on files and Redis):
+ * - update, deleteById and the clean-up after an overwrite or deleteByName hold the key's lock
+ *   (`exclusive("keys:<id>")`), so they never interleave: two renames of one key run one after the other.
+ * - create claims a name only when it is absent; overwrite swaps it and deleteByName takes it without the
+ *   key's lock, atomically. Every other removal of a name entry is compare-and-delete (`takeIf`), so
+ *   nothing removes an entry that has moved on to another key.
+ * - A rename claims the new name, rewrites the record, then takes the old name only if it still points
+ *   at this key. If an overwrite or delete took it first, the rename loses: it releases the new name and
+ *   removes the key (NOT_FOUND); the overwrite's or delete's clean-up then finds nothing (it waits for
+ *   the lock). If the rename wins, an overwrite finds no old entry to replace, or a key still live under
+ *   its new name, and leaves it alone. So a returned secret always authenticates, a record never loses
+ *   its secrets entry while a name points at it, and a listed key is whole (list shows a key only under
+ *   the name its record holds).
+ *
  * `verify` remembers keys it has verified, tagged with the revision it read first. A hit costs one
  * read (the revision) instead of three, and any revocation by any process sharing the storage changes
  * the revision before that process returns, so the next verify anywhere checks again. Revocations
  * bump it before they act as well, so a process killed mid-way still leaves remembered verifications
  * stale (short of one made in the instant between the two); entries also expire after `verifyCacheTtlMs`.
+ * The revision is a random token; on files it is rewritten in place (`bump`) and read as content, so it
+ * changes on every bump whatever the file system's timestamps, and needs no free space: a delete works
+ * on a full disk. The first create makes the revision file, so later bumps always find it. Should a bump
+ * before a delete still fail for lack of space (a store from an older version), the delete proceeds and
+ * the bump after it, once the delete has freed space, is the one that counts.
+ * On a full disk the fs driver cannot make its lock files and runs take, takeIf and exclusive unlocked:
+ * concurrent deletes still remove each key exactly once (an unlink that finds nothing loses), but a
+ * create or overwrite that finds room at that very moment is not serialized against them.
  */
 import { createStorage, type Storage } from "unstorage";
 import type { ApiKeyInfo, CreatedKey, CreateKeyInput, StoredKey } from "./model.ts";
@@ -27,57 +49,8 @@ import { generateSecret, isWellFormedSecret, sha256Hex } from "./secret.ts";
 import { createLru } from "./_lru.ts";
 import { checkKeyInput, checkKeyPatch, lookupName } from "./_store-input.ts";
 
-/**
- * The few operations unstorage has no atomic form of. Each backend provides them with its own
- * primitive (link/rename on files, SET NX / SET GET / GETDEL on Redis, a mutex in memory).
- */
-export interface AtomicIndex {
-  /** Sets `key` to `value` only if it is absent; true when this call set it. */
-  claim(key: string, value: string): Promise<boolean>;
-  /** Sets `key` to `value` and returns the value it replaced, if any. */
-  swap(key: string, value: string): Promise<string | null>;
-  /** Removes `key` and returns its value; of concurrent callers exactly one gets it. */
-  take(key: string): Promise<string | null>;
-  /** True when at least one key lies under `prefix` (without listing them all). */
-  hasAny(prefix: string): Promise<boolean>;
-  /**
-   * Optional: a token that differs whenever `key` has been rewritten, cheaper than reading it (the
-   * fs driver answers from one stat). Without it the store reads the entry itself.
-   */
-  version?(key: string): string | Promise<string>;
-}
-
-/** Atomic operations for a store used by one process only (memory, tests): a promise-chain mutex. */
-export function createLocalAtomicIndex(storage: Storage): AtomicIndex {
-  let queue: Promise<unknown> = Promise.resolve();
-  const serial = <T>(fn: () => Promise<T>): Promise<T> => {
-    const run = queue.then(fn, fn);
-    queue = run.catch(() => {});
-    return run;
-  };
-  const read = async (key: string) => (await storage.getItem<string>(key)) ?? null;
-  return {
-    claim: (key, value) =>
-      serial(async () => {
-        if (await storage.hasItem(key)) return false;
-        await storage.setItem(key, value);
-        return true;
-      }),
-    swap: (key, value) =>
-      serial(async () => {
-        const previous = await read(key);
-        await storage.setItem(key, value);
-        return previous;
-      }),
-    take: (key) =>
-      serial(async () => {
-        const previous = await read(key);
-        if (previous !== null) await storage.removeItem(key);
-        return previous;
-      }),
-    hasAny: async (prefix) => (await storage.getKeys(prefix)).length > 0,
-  };
-}
+export { type AtomicIndex, createLocalAtomicIndex } from "./_atomic.ts";
+import { type AtomicIndex, createLocalAtomicIndex } from "./_atomic.ts";
 
 export interface KeyStoreOptions {
   /** Where keys live; defaults to an in-memory storage. */
@@ -119,6 +92,11 @@ export interface KeyStore {
   close(): Promise<void>;
 }
 
+/** A revocation's first bump may fail on a full disk; the removal frees space and the bump after it must work. */
+const tolerateNoSpace = (error: unknown) => {
+  if (!["ENOSPC", "EDQUOT"].includes((error as { code?: string })?.code ?? "")) throw error;
+};
+
 const publicView = ({ hash: _hash, ...info }: StoredKey): ApiKeyInfo => info;
 const REVISION = "meta:revision";
 
@@ -139,7 +117,7 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
   const verified = createLru<string, { info: ApiKeyInfo; revision: string; at: number }>(cacheSize);
 
   /** Marks that some key was revoked or changed: every process's remembered verifications lapse. */
-  const bumpRevision = () => storage.setItem(REVISION, randomUUID());
+  const bumpRevision = () => (atomic.bump ? atomic.bump(REVISION) : storage.setItem(REVISION, randomUUID()));
   const readRevision = atomic.version
     ? () => atomic.version!(REVISION)
     : async () => String((await storage.getItem(REVISION)) ?? "");
@@ -186,6 +164,9 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
           new ServiceError("NAME_TAKEN", `API key with name '${input.name}' already exists. Use --overwrite to replace it.`);
         if (!overwrite && (await storage.hasItem(names))) throw taken();
 
+        // The revision file exists from the first key on, so that a later revocation can bump it in place
+        // without new space (a delete must work on a full disk). One read; a write only the first time.
+        if (!(await readRevision())) await bumpRevision();
         const secret = generateSecret();
         const record: StoredKey = {
           id: randomUUID(),
@@ -200,7 +181,10 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
         await Promise.all([
           storage.setItem(`keys:${record.id}`, record),
           storage.setItem(`secrets:${record.hash}`, record.id),
-        ]);
+        ]).catch(async (error) => {
+          await discard(record).catch(() => {}); // one of the two may have been written (a full disk)
+          throw error;
+        });
         if (overwrite) {
           // Bumped before the swap as well as after: a process killed between the two must not leave
           // other processes trusting remembered verifications of the key it replaced.
@@ -208,7 +192,11 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
           const previous = await atomic.swap(names, record.id);
           if (previous && previous !== record.id) {
             await bumpRevision();
-            await discard(await readRecord(previous));
+            // Not if a rename moved it to another name first (update then overwrite): it lives on there.
+            await atomic.exclusive(`keys:${previous}`, async () => {
+              const replaced = await readRecord(previous);
+              if (!(await live(replaced))) await discard(replaced);
+            });
           }
           debug(`create: ${previous ? `replaced key ${previous} with` : "stored"} ${record.id}`);
         } else if (!(await atomic.claim(names, record.id))) {
@@ -223,50 +211,59 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
       guard("delete a key", async () => {
         const name = lookupName(rawName);
         const names = nameKey(name);
-        if (await storage.hasItem(names)) await bumpRevision(); // before too, in case this process dies mid-way
+        // Before too, in case this process dies mid-way. A store from before the revision was made at the first
+        // create may have no revision file: on a full disk, remove the key first (freeing space), then bump.
+        if (await storage.hasItem(names)) await bumpRevision().catch(tolerateNoSpace);
         const record = await readRecord(await atomic.take(names));
-        if (record) await bumpRevision();
-        await discard(record);
+        if (record) {
+          await bumpRevision();
+          await atomic.exclusive(`keys:${record.id}`, () => discard(record)); // after any rename in flight
+        }
         debug(record ? `delete: removed key ${record.id}` : "delete: no key has that name");
         return record && publicView(record);
       }),
 
     deleteById: (id) =>
-      guard("delete a key", async () => {
+      guard("delete a key", () => atomic.exclusive(`keys:${id}`, async () => {
         const record = await live(await readRecord(id));
         if (!record) return null;
-        const names = nameKey(record.name);
-        await bumpRevision(); // before too, in case this process dies mid-way
-        const taken = await atomic.take(names);
-        // Lost a race with an overwrite: put the newer key's name entry back and report nothing deleted.
-        if (taken !== id) {
-          if (taken) await atomic.claim(names, taken);
-          return null;
-        }
+        await bumpRevision().catch(tolerateNoSpace); // before too, in case this process dies mid-way
+        // Compare and delete: an overwrite may have moved the name on meanwhile; then this key is gone already.
+        if (!(await atomic.takeIf(nameKey(record.name), id))) return null;
         await bumpRevision();
         await discard(record);
         return publicView(record);
-      }),
+      })),
 
     update: (id, rawPatch) =>
-      guard("update a key", async () => {
+      guard("update a key", () => {
         const patch = checkKeyPatch(rawPatch); // the CLI's and GraphQL's rules, whoever calls
-        const record = await live(await readRecord(id));
-        if (!record) throw new ServiceError("NOT_FOUND", `No API key found with id: ${id}`);
-        const next: StoredKey = { ...record, ...patch, id, hash: record.hash, createdAt: record.createdAt };
-        if (patch.description !== undefined && !patch.description) delete next.description;
-        if (next.roles.length + next.permissions.length === 0) {
-          throw new ServiceError("INVALID_INPUT", "Please add at least one role or permission to the key.");
-        }
-        const renamed = next.name !== record.name;
-        if (renamed && !(await atomic.claim(nameKey(next.name), id))) {
-          throw new ServiceError("NAME_TAKEN", `API key with name '${next.name}' already exists.`);
-        }
-        await bumpRevision(); // before too, in case this process dies mid-way
-        await storage.setItem(`keys:${id}`, next);
-        if (renamed) await atomic.take(nameKey(record.name));
-        await bumpRevision();
-        return publicView(next);
+        return atomic.exclusive(`keys:${id}`, async () => {
+          const record = await live(await readRecord(id));
+          if (!record) throw new ServiceError("NOT_FOUND", `No API key found with id: ${id}`);
+          const next: StoredKey = { ...record, ...patch, id, hash: record.hash, createdAt: record.createdAt };
+          if (patch.description !== undefined && !patch.description) delete next.description;
+          if (next.roles.length + next.permissions.length === 0) {
+            throw new ServiceError("INVALID_INPUT", "Please add at least one role or permission to the key.");
+          }
+          const renamed = next.name !== record.name;
+          if (renamed && !(await atomic.claim(nameKey(next.name), id))) {
+            throw new ServiceError("NAME_TAKEN", `API key with name '${next.name}' already exists.`);
+          }
+          await bumpRevision(); // before too, in case this process dies mid-way
+          await storage.setItem(`keys:${id}`, next);
+          // Compare and delete: an overwrite or delete of the old name took the key away meanwhile (they do not
+          // hold this key's lock for that step). Then the rename loses: release the new name and remove the key;
+          // the overwrite or delete finds nothing left to clean up once it gets the lock.
+          if (renamed && !(await atomic.takeIf(nameKey(record.name), id))) {
+            await atomic.takeIf(nameKey(next.name), id);
+            await bumpRevision();
+            await discard(next);
+            throw new ServiceError("NOT_FOUND", `No API key found with id: ${id} (it was replaced or deleted meanwhile)`);
+          }
+          await bumpRevision();
+          return publicView(next);
+        });
       }),
 
     get: (id) => guard("read a key", async () => {
@@ -283,7 +280,11 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
     list: () =>
       guard("list keys", async () => {
         const entries = await storage.getKeys("names");
-        const records = await Promise.all(entries.map(async (entry) => readRecord(await readId(entry))));
+        const records = await Promise.all(entries.map(async (entry) => {
+          const record = await readRecord(await readId(entry));
+          // Only the entry of the record's own name: mid-rename a key has two, and it is listed once.
+          return record && entry === nameKey(record.name) ? record : null;
+        }));
         return records
           .filter((r): r is StoredKey => r !== null)
           .map(publicView)

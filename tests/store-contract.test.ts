@@ -11,13 +11,15 @@ import { openRedisBackend } from "../lib/drivers/redis.ts";
 import { ServiceError } from "../lib/errors.ts";
 import type { CreateKeyInput } from "../lib/model.ts";
 import { generateSecret, sha256Hex } from "../lib/secret.ts";
-import { createKeyStore, createLocalAtomicIndex, type KeyStore } from "../lib/store.ts";
+import { type AtomicIndex, createKeyStore, createLocalAtomicIndex, type KeyStore } from "../lib/store.ts";
 import { tempDir } from "./helpers/cli.ts";
 import { type RedisServer, startRedis } from "./helpers/redis.ts";
 
 interface Backend {
   /** A new store instance over this backend's data (a new connection where the backend has one). */
   open(): Promise<KeyStore>;
+  /** The atomic index operations of a new instance over this backend's data. */
+  atomic(): Promise<AtomicIndex>;
   /** Every value the backend holds, as stored. */
   rawValues(): Promise<string[]>;
   /** Full listings (`getKeys`) made through any instance so far. */
@@ -63,6 +65,7 @@ async function fsBackend(blocking: boolean): Promise<Backend> {
       stores.push(store);
       return store;
     },
+    atomic: async () => fsDriver({ base: join(dir, "keys"), blocking }).atomic,
     rawValues: () => walkFiles(dir),
     close: async () => {
       await Promise.all(stores.map((s) => s.close()));
@@ -79,6 +82,7 @@ const backends: Record<string, () => Promise<Backend>> = {
     const backend: Backend = {
       listings: 0,
       open: async () => createKeyStore({ storage: counting(storage, backend), atomic }),
+      atomic: async () => atomic,
       rawValues: async () =>
         Promise.all((await storage.getKeys()).map(async (key) => JSON.stringify(await storage.getItem(key)))),
       close: () => storage.dispose(),
@@ -104,6 +108,11 @@ const backends: Record<string, () => Promise<Backend>> = {
         stores.push(store);
         return store;
       },
+      atomic: async () => {
+        const opened = await openRedisBackend(url);
+        disposers.push(opened.dispose);
+        return opened.atomic;
+      },
       rawValues: async () => {
         const keys = await admin.keys(`${prefix}:*`);
         return Promise.all(
@@ -115,11 +124,13 @@ const backends: Record<string, () => Promise<Backend>> = {
       serverScans: scans,
       close: async () => {
         await Promise.all(stores.map((s) => s.close()));
+        await Promise.all(disposers.splice(0).map((dispose) => dispose()));
       },
     };
     return backend;
   },
 };
+const disposers: (() => Promise<void>)[] = [];
 
 beforeAll(async () => {
   redis = await startRedis();
@@ -370,5 +381,47 @@ describe.each(Object.keys(backends))("key store contract on %s", (kind) => {
     const updated = await raw(created.id, { roles: "admin", hash: "planted", createdAt: "1970" });
     expect(updated).toMatchObject({ roles: ["ADMIN"], createdAt: created.createdAt });
     expect((await store.verify(created.key))?.roles).toEqual(["ADMIN"]);
+
+  it("takeIf removes an entry only while it holds the expected value, and of concurrent callers exactly one wins", async () => {
+    const [one, two] = [await backend.atomic(), await backend.atomic()];
+    expect(await one.claim("names:contract", "a")).toBe(true);
+    expect(await one.takeIf("names:contract", "b")).toBe(false);
+    expect(await one.takeIf("names:missing", "a")).toBe(false);
+    expect(await two.swap("names:contract", "b")).toBe("a");
+    expect(await one.takeIf("names:contract", "a")).toBe(false); // moved on to another value: left alone
+    const wins = await Promise.all(Array.from({ length: 8 }, (_, i) => (i % 2 ? one : two).takeIf("names:contract", "b")));
+    expect(wins.filter(Boolean)).toHaveLength(1);
+    expect(await one.claim("names:contract", "c")).toBe(true); // really gone
+  });
+
+  it("exclusive runs the holders of one lock one at a time, across instances, and a failing holder releases it", async () => {
+    const instances = [await backend.atomic(), await backend.atomic()];
+    let inside = 0;
+    let most = 0;
+    const holder = (i: number) => instances[i % 2].exclusive("keys:contract", async () => {
+      most = Math.max(most, ++inside);
+      await new Promise((done) => setTimeout(done, 2));
+      inside--;
+      if (i === 3) throw new Error("holder failed");
+      return i;
+    });
+    const results = await Promise.allSettled(Array.from({ length: 8 }, (_, i) => holder(i)));
+    expect(most).toBe(1);
+    expect(results.filter((r) => r.status === "rejected")).toHaveLength(1);
+    expect(await instances[0].exclusive("keys:contract", async () => "free again")).toBe("free again");
+  });
+
+  it("every revocation changes the revision token another instance reads, and the revision stays one whole token", async () => {
+    const watcher = await backend.atomic();
+    const reader = async () => (watcher.version ? await watcher.version("meta:revision") : "");
+    const created = await store.create(input("watched"));
+    const seen = new Set([await reader()]);
+    for (let i = 0; i < 5; i++) {
+      await store.update(created.id, { description: `round ${i}` });
+      seen.add(await reader());
+    }
+    if (watcher.version) expect(seen.size).toBe(6);
+    const raw = await backend.rawValues();
+    expect(raw.join("\n")).toMatch(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/);
   });
 });

@@ -3,7 +3,9 @@
  * temporary file that is fsynced and renamed into place (a process killed mid-write leaves the old
  * value or the new one, never half of one), files are mode 0600 in 0700 directories, and the
  * atomic index operations use link(2) and rename(2), which the file system performs atomically even
- * between processes. unstorage's own fs drivers write in place, which is why this one exists.
+ * between processes, and a per-entry lock file for the read-then-change ones (swap, take, takeIf).
+ * The one exception to write-and-rename is the revision token (`bump`), rewritten in place so that a
+ * revocation needs no free space. unstorage's own fs drivers write in place, which is why this one exists.
  */
 import { randomUUID } from "node:crypto";
 import * as fs from "node:fs";
@@ -11,11 +13,12 @@ import { promisify } from "node:util";
 import { dirname, join, resolve } from "node:path";
 import { defineDriver, type Driver } from "unstorage";
 import type { AtomicIndex } from "../store.ts";
+import { createRevisionFiles } from "./_fs-revision.ts";
 
 const TMP = ".tmp";
 
 /** The file operations the driver uses, as promises. */
-interface FileOps {
+export interface FileOps {
   open(path: string, flags: string | number, mode?: number): Promise<number>;
   close(fd: number): Promise<void>;
   fsync(fd: number): Promise<void>;
@@ -66,7 +69,7 @@ const blockingOps: FileOps = {
   opendir: async (path) => fs.opendirSync(path),
 };
 
-const { constants, readFileSync, statSync } = fs;
+const { constants, readFileSync } = fs;
 
 export interface FsDriverOptions {
   /** Directory holding the store; created with mode 0700 when missing. */
@@ -118,7 +121,6 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
     files.unlink(path).catch((error) => {
       if (!isCode(error, "ENOENT")) throw error;
     });
-  const versionPaths = new Map<string, string>(); // version() is asked about the same key on every request
 
   const syncDir = async (dir: string) => {
     if (!durable) return;
@@ -136,10 +138,15 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
     const tmp = `${path}.${randomUUID()}${TMP}`;
     const fd = await files.open(tmp, "wx", 0o600);
     try {
-      await files.writeFile(fd, value, "utf8");
-      if (durable) await files.fsync(fd);
-    } finally {
-      await files.close(fd);
+      try {
+        await files.writeFile(fd, value, "utf8");
+        if (durable) await files.fsync(fd);
+      } finally {
+        await files.close(fd);
+      }
+    } catch (error) {
+      await removeFile(tmp).catch(() => {}); // a full disk must not leave half-written temporaries behind
+      throw error;
     }
     return tmp;
   };
@@ -165,6 +172,8 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
     }
     await syncDir(dirname(path));
   };
+
+  const revision = createRevisionFiles({ files, pathOf, durable, create: write });
 
   const remove = async (path: string) => {
     try {
@@ -197,7 +206,16 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
    */
   const lock = async (path: string): Promise<() => Promise<void>> => {
     const lockPath = `${path}.lock${TMP}`;
-    const mine = await writeTemp(path, String(process.pid));
+    let mine: string;
+    try {
+      mine = await writeTemp(path, String(process.pid));
+    } catch (error) {
+      // A full disk: no room for the pid file, nor reliably for any new directory entry (ext4 refuses even
+      // link(2) there). Deletes must still work, so go on unlocked: nothing that needs the lock and writes
+      // can succeed now anyway, and take/takeIf stay safe against each other (see `unlinkOwn`).
+      if (isCode(error, "ENOSPC", "EDQUOT")) return async () => {};
+      throw error;
+    }
     try {
       for (let attempt = 0; ; attempt++) {
         try {
@@ -209,7 +227,10 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
         const owner = Number(await read(lockPath));
         if (attempt >= 400 || (owner > 0 && !isAlive(owner))) {
           const stale = `${lockPath}.${randomUUID()}${TMP}`;
-          await files.rename(lockPath, stale).then(() => removeFile(stale), () => {});
+          // ENOENT: someone else broke it first. Anything else would make this loop spin: give up.
+          await files.rename(lockPath, stale).then(() => removeFile(stale), (error) => {
+            if (!isCode(error, "ENOENT")) throw error;
+          });
           continue;
         }
         await new Promise((done) => setTimeout(done, 1 + Math.random() * 4));
@@ -217,6 +238,18 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
     } finally {
       await removeFile(mine);
     }
+  };
+
+  /** Removes `path`; false when it was gone already (someone else removed it first). */
+  const unlinkOwn = async (path: string): Promise<boolean> => {
+    try {
+      await files.unlink(path);
+    } catch (error) {
+      if (isCode(error, "ENOENT")) return false;
+      throw error;
+    }
+    await syncDir(dirname(path));
+    return true;
   };
 
   const atomic: AtomicIndex = {
@@ -247,30 +280,39 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
         await release();
       }
     },
+    // take and takeIf hold the same per-entry lock as swap, so a value read under it is the value
+    // removed: nothing can replace the entry between the read and the unlink (claim fails while it exists).
     async take(key) {
       const path = pathOf(key);
-      // Renaming first makes the removal atomic: of two concurrent takers exactly one gets the value.
-      const taken = `${path}.${randomUUID()}${TMP}`;
+      if ((await read(path)) === null) return null;
+      const release = await lock(path);
       try {
-        await files.rename(path, taken);
-      } catch (error) {
-        if (isCode(error, "ENOENT", "ENOTDIR")) return null;
-        throw error;
+        const value = await read(path);
+        return value !== null && (await unlinkOwn(path)) ? value : null;
+      } finally {
+        await release();
       }
-      const value = await read(taken);
-      await removeFile(taken);
-      await syncDir(dirname(path));
-      return value;
     },
-    // Every write renames a fresh file into place, so inode and change time together identify a
-    // version; one stat is far cheaper than open, read and close on the service's hot path. Plain
-    // numbers, not bigint: ctimeMs still resolves well under a microsecond, and it costs 1 µs less.
-    version(key) {
-      let path = versionPaths.get(key);
-      if (!path) versionPaths.set(key, (path = pathOf(key)));
-      const stat = statSync(path, { throwIfNoEntry: false });
-      return stat ? `${stat.ino}:${stat.ctimeMs}:${stat.size}` : "";
+    async takeIf(key, value) {
+      const path = pathOf(key);
+      if ((await read(path)) !== value) return false;
+      const release = await lock(path);
+      try {
+        return (await read(path)) === value && (await unlinkOwn(path));
+      } finally {
+        await release();
+      }
     },
+    bump: (key) => revision.bump(key),
+    async exclusive(key, fn) {
+      const release = await lock(pathOf(key));
+      try {
+        return await fn();
+      } finally {
+        await release();
+      }
+    },
+    version: (key) => revision.read(key),
     async hasAny(prefix) {
       let dir;
       try {
@@ -302,6 +344,7 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
       await walk(start, prefix.split(":").filter(Boolean).join(":"), out);
       return out;
     },
+    dispose: () => revision.close(),
     clear: async (prefix) => {
       await files.rm(prefix ? pathOf(prefix) : base, { recursive: true, force: true });
     },

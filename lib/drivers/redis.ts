@@ -8,6 +8,8 @@
  *   claim  SET key value NX          (of N simultaneous creates of one name, on any host, one wins)
  *   swap   SET key value GET         (Redis >= 6.2)
  *   take   GETDEL key                (Redis >= 6.2)
+ *   takeIf a Lua script: GET, compare, DEL (compare and delete of a name entry)
+ *   exclusive  a lease: SET locks:<key> token NX PX, released by a Lua compare-and-delete
  *   hasAny SCARD of a member set kept beside the entries, so "is the store empty" costs O(1)
  *
  * Each of claim/swap/take updates its entry and that member set in one MULTI transaction.
@@ -23,6 +25,18 @@ import redisDriver from "unstorage/drivers/redis";
 import { ServiceError } from "../errors.ts";
 import type { AtomicIndex } from "../store.ts";
 import { redactRedisUrl, redisRedactor } from "./_redis-url.ts";
+
+/** Compare and delete in one step on the server: the entry goes only if it still holds the expected value. */
+const TAKE_IF = `if redis.call("GET", KEYS[1]) == ARGV[1] then
+  redis.call("DEL", KEYS[1])
+  redis.call("SREM", KEYS[2], ARGV[2])
+  return 1
+end
+return 0`;
+
+/** Deletes a lock only while it is still ours (the lease may have run out and passed to another holder). */
+const RELEASE = `if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) end return 0`;
+const LOCK_LEASE_MS = 5_000;
 
 /** Prefix of every Redis key the store writes, unless the URL says `?prefix=<name>`. */
 export const DEFAULT_REDIS_PREFIX = "service-api";
@@ -175,6 +189,23 @@ export async function openRedisBackend(url: string, options: RedisBackendOptions
       const [taken] = await results(client.multi().getdel(redisKey(key)).srem(membersOf(key), key).exec());
       return (taken as string | null) ?? null;
     }),
+    takeIf: wrap(async (key, value) => (await client.eval(TAKE_IF, 2, redisKey(key), membersOf(key), value, key)) === 1),
+    exclusive: async (key, fn) => {
+      const lock = redisKey(`locks:${key}`);
+      const token = crypto.randomUUID();
+      // A lease, so a holder that died releases it by itself; held for a few round trips at most.
+      const deadline = Date.now() + LOCK_LEASE_MS + 1_000; // by then a dead holder's lease has run out
+      for (;;) {
+        if ((await client.set(lock, token, "PX", LOCK_LEASE_MS, "NX").catch(failure)) === "OK") break;
+        if (Date.now() > deadline) throw unavailable(`key ${key} stayed locked for too long`);
+        await new Promise((done) => setTimeout(done, 1 + Math.random() * 4));
+      }
+      try {
+        return await fn();
+      } finally {
+        await client.eval(RELEASE, 1, lock, token).catch(() => {}); // expires by itself if this fails
+      }
+    },
     hasAny: wrap(async (prefix) => (await client.scard(membersOf(`${prefix.replace(/:+$/, "")}:`))) > 0),
   };
 

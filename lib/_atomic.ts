@@ -1,0 +1,84 @@
+/**
+ * The atomic operations the key store needs beyond unstorage's get/set/remove, as an interface each
+ * backend implements with its own primitives, and the in-process implementation (memory, tests).
+ * The store's invariants, and why these operations suffice, are written at the top of store.ts.
+ */
+import type { Storage } from "unstorage";
+
+/**
+ * The few operations unstorage has no atomic form of. Each backend provides them with its own
+ * primitive (link/rename on files, SET NX / SET GET / GETDEL on Redis, a mutex in memory).
+ */
+export interface AtomicIndex {
+  /** Sets `key` to `value` only if it is absent; true when this call set it. */
+  claim(key: string, value: string): Promise<boolean>;
+  /** Sets `key` to `value` and returns the value it replaced, if any. */
+  swap(key: string, value: string): Promise<string | null>;
+  /** Removes `key` and returns its value; of concurrent callers exactly one gets it. */
+  take(key: string): Promise<string | null>;
+  /** Removes `key` only if it holds `value` (compare and delete); true when this call removed it. */
+  takeIf(key: string, value: string): Promise<boolean>;
+  /**
+   * Optional: gives `key` a fresh random value, in place where the backend can, so that it needs no
+   * new space (the fs driver rewrites the file's bytes: a revocation works on a full disk).
+   */
+  bump?(key: string): Promise<void>;
+  /**
+   * Runs `fn` holding a lock named by `key`, so that the multi-step changes of one key (update, delete,
+   * the clean-up after an overwrite) never interleave. A lock whose holder died is broken after a while.
+   */
+  exclusive<T>(key: string, fn: () => Promise<T>): Promise<T>;
+  /** True when at least one key lies under `prefix` (without listing them all). */
+  hasAny(prefix: string): Promise<boolean>;
+  /**
+   * Optional: a token that differs whenever `key` has been rewritten, cheaper than reading it (the
+   * fs driver answers from one stat). Without it the store reads the entry itself.
+   */
+  version?(key: string): string | Promise<string>;
+}
+
+/** Atomic operations for a store used by one process only (memory, tests): a promise-chain mutex. */
+export function createLocalAtomicIndex(storage: Storage): AtomicIndex {
+  let queue: Promise<unknown> = Promise.resolve();
+  const serial = <T>(fn: () => Promise<T>): Promise<T> => {
+    const run = queue.then(fn, fn);
+    queue = run.catch(() => {});
+    return run;
+  };
+  const read = async (key: string) => (await storage.getItem<string>(key)) ?? null;
+  const held = new Map<string, Promise<void>>(); // per-key queues for `exclusive`, apart from `serial`
+  return {
+    claim: (key, value) =>
+      serial(async () => {
+        if (await storage.hasItem(key)) return false;
+        await storage.setItem(key, value);
+        return true;
+      }),
+    swap: (key, value) =>
+      serial(async () => {
+        const previous = await read(key);
+        await storage.setItem(key, value);
+        return previous;
+      }),
+    take: (key) =>
+      serial(async () => {
+        const previous = await read(key);
+        if (previous !== null) await storage.removeItem(key);
+        return previous;
+      }),
+    takeIf: (key, value) =>
+      serial(async () => {
+        if ((await read(key)) !== value) return false;
+        await storage.removeItem(key);
+        return true;
+      }),
+    exclusive: (key, fn) => {
+      const run = (held.get(key) ?? Promise.resolve()).then(fn, fn);
+      const settled = run.then(() => {}, () => {});
+      held.set(key, settled);
+      void settled.then(() => held.get(key) === settled && held.delete(key));
+      return run;
+    },
+    hasAny: async (prefix) => (await storage.getKeys(prefix)).length > 0,
+  };
+}
