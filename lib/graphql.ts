@@ -29,6 +29,7 @@ import { can, effectivePermissions, escalation, type Grants } from "./policy.ts"
 import type { KeyStore } from "./store.ts";
 import { VERSION } from "./version.ts";
 import { createLru } from "./_lru.ts";
+import { listLiteralErrors } from "./_limits.ts";
 
 /** What every resolver sees: the authenticated key and the store. */
 export type GraphQLContext = {
@@ -484,6 +485,7 @@ export function validateDocument(
       ? `Query selects too many fields: more than ${limits.maxFields} after expanding fragments`
       : undefined;
     if (problem) errors = [new GraphQLError(problem)];
+    else errors = listLiteralErrors(document);
   }
   errors = errors.map((e) =>
     new GraphQLError(e.message, {

@@ -8,6 +8,7 @@ import type { Output } from "./format.ts";
 import { openKeyStore, parseStoreSpec } from "./config.ts";
 import { resolveLogLevel } from "./log.ts";
 import { serve } from "./server.ts";
+import { redactSecrets } from "./secret.ts";
 
 export interface ServeFlags {
   host?: string;
@@ -49,9 +50,11 @@ export async function runServe(
       port,
       // The client got a generic 500; the operator gets the message (and the stack at LOG_LEVEL=debug).
       onError: (error) => {
-        io.log(`internal error: ${error instanceof Error ? error.message : String(error)}`);
-        if (error instanceof Error && error.stack) io.debug?.(error.stack);
+        io.log(`internal error: ${redactSecrets(error instanceof Error ? error.message : String(error))}`);
+        if (error instanceof Error && error.stack) io.debug?.(redactSecrets(error.stack));
       },
+      // Why the service answers 503, once per outage (even at LOG_LEVEL=error), and its end once.
+      storeStatus: { down: (line) => io.log(`error: ${line}`), up: info },
     });
   } catch (error) {
     await store.close();

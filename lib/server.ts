@@ -10,10 +10,12 @@ import { createHandler as createGraphQLHttpHandler } from "graphql-http";
 import { execute, type ExecutionArgs, getOperationAST, GraphQLError, type parse as graphqlParse } from "graphql";
 import type { ApiKeyInfo } from "./model.ts";
 import { ServiceError } from "./errors.ts";
-import { isWellFormedSecret } from "./secret.ts";
+import { isWellFormedSecret, redactSecrets } from "./secret.ts";
 import type { KeyStore } from "./store.ts";
 import { createSchema, dependsOnKeyOnly, type GraphQLContext, parseDocument, validateDocument } from "./graphql.ts";
 import { createLru } from "./_lru.ts";
+import { ClientGone, CONNECTION_DEFAULTS, defaultMaxConnections, variableLimitError } from "./_limits.ts";
+import { createOutageTracker, type StoreStatusLog } from "./_outage.ts";
 
 /** Largest request body accepted: 1 MiB. */
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -24,6 +26,11 @@ export interface HandlerOptions {
   maxBodyBytes?: number;
   /** Receives failures that are not the client's fault; the client only sees a generic 500. */
   onError?: (error: unknown) => void;
+  /**
+   * Told once when the store becomes unavailable (why the service answers 503) and once when it
+   * recovers; default: both lines on stderr.
+   */
+  storeStatus?: StoreStatusLog;
   /**
    * Answer the everyday request (a POST of JSON with an already validated document) without going
    * through graphql-http's request handling (default true). The answers are the same either way;
@@ -212,6 +219,20 @@ function publicError(error: ServiceError): { code: string; message: string } {
 }
 
 const isStoreDown = (error: unknown) => error instanceof ServiceError && error.code === "STORE_UNAVAILABLE";
+/** The store failure among a result's errors, if any. */
+const storeFailure = (errors: readonly GraphQLError[] | undefined) =>
+  errors?.find((e) => isStoreDown(e.originalError))?.originalError;
+
+/** The path of a request target, or null when it is not one (`*`, an absolute URL with a bad port). */
+function pathOf(url: string): string | null {
+  // Node gives a path, fetch runtimes a full URL; only the latter needs the URL parser.
+  if (url.startsWith("/")) return url.split("?", 1)[0];
+  try {
+    return new URL(url).pathname;
+  } catch {
+    return null;
+  }
+}
 
 /**
  * Creates the service's runtime-neutral handler (see `createHandler` for the fetch-style one).
@@ -223,9 +244,25 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
   const onError = options.onError ?? ((error: unknown) => console.error("service-api: internal error:", error));
   const state = new WeakMap<ServiceRequest, RequestState>();
   const stateOf = (raw: unknown): RequestState => state.get(raw as ServiceRequest)!;
+  const outage = createOutageTracker(options.storeStatus ?? {
+    down: (line) => console.error(`service-api: error: ${line}`),
+    up: (line) => console.error(`service-api: ${line}`),
+  });
 
-  /** GraphQL errors as clients see them: a stable `extensions.code`, nothing internal. */
+  /**
+   * GraphQL errors as clients see them: a stable `extensions.code`, nothing internal, and no secret.
+   * Every GraphQL error of both paths leaves through here, so this is where `sapi_…` tokens that a
+   * message quotes from the document, the variables or the body (parse errors, "Variable $x got
+   * invalid value …", JSON syntax errors) are elided.
+   */
   const formatError = (error: Readonly<GraphQLError | Error>): GraphQLError | Error => {
+    const shown = classify(error);
+    const message = redactSecrets(shown.message);
+    if (message === shown.message) return shown;
+    const { nodes, source, positions, path, extensions } = shown as GraphQLError;
+    return new GraphQLError(message, { nodes, source, positions, path, extensions });
+  };
+  const classify = (error: Readonly<GraphQLError | Error>): GraphQLError | Error => {
     if (!(error instanceof GraphQLError)) {
       return new GraphQLError(error.message, { extensions: { code: "BAD_REQUEST" } });
     }
@@ -244,12 +281,19 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
     return new GraphQLError(error.message, { ...located, extensions: { code: "BAD_USER_INPUT" } });
   };
 
+  /** `execute`, refusing variables over the limits before any work (see `_limits.ts`). */
+  const boundedExecute = (args: ExecutionArgs) => {
+    const refused = variableLimitError(args);
+    return refused ? { errors: [refused] } : execute(args);
+  };
+
   const schema = createSchema();
   const graphql = createGraphQLHttpHandler<ServiceRequest, undefined, GraphQLContext>({
     schema,
     parse: ((source: string | { body: string }) =>
       parseDocument(typeof source === "string" ? source : source.body)) as typeof graphqlParse,
     validate: validateDocument,
+    execute: boundedExecute,
     context: (req) => ({ key: stateOf(req.raw).key, store }),
     parseRequestParams: (req) => {
       const raw = req.raw;
@@ -268,7 +312,9 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
     },
     onOperation: (_req, _args, result) => {
       // A store failure inside a resolver is the server's trouble, not a partial answer: say 503.
-      if (result.errors?.some((e) => isStoreDown(e.originalError))) {
+      const failure = storeFailure(result.errors);
+      if (failure) {
+        outage.failed(failure);
         const { status, headers, body } = storeDown();
         return [body, { status, statusText: "Service Unavailable", headers }];
       }
@@ -300,7 +346,8 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
 
   /** The response graphql-http (with the `onOperation` above) would give for an execution result. */
   const respond = (result: Awaited<ReturnType<typeof execute>>): ServiceResponse => {
-    if (result.errors?.some((e) => isStoreDown(e.originalError))) return storeDown();
+    const failure = storeFailure(result.errors);
+    if (failure) return outage.failed(failure), storeDown();
     const body = JSON.stringify(result.errors ? { ...result, errors: result.errors.map(formatError) } : result);
     return { status: 200, headers: { "content-type": JSON_TYPE }, body };
   };
@@ -319,7 +366,7 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
     if (hit?.key === key) return hit.response;
     const prepared = prepare(body, key);
     if (!prepared) return;
-    const response = respond(await execute(prepared));
+    const response = respond(await boundedExecute(prepared));
     if (remembered !== undefined && prepared.keyOnly && response.body!.length <= ANSWER_CACHE.maxResponseLength) {
       Object.freeze(response.headers);
       answers.set(remembered, { key, response: Object.freeze(response) });
@@ -360,10 +407,15 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
 
   return async (request) => {
     try {
-      // Node gives a path, fetch runtimes a full URL; only the latter needs the URL parser.
-      const { url } = request;
-      const pathname = url.startsWith("/") ? url.split("?", 1)[0] : new URL(url).pathname;
-      if (pathname === "/graphql") return await handleGraphQL(request);
+      const pathname = pathOf(request.url);
+      if (pathname === null) {
+        return errorResponse(400, "BAD_REQUEST", "Invalid request target: send requests to /graphql", { connection: "close" });
+      }
+      if (pathname === "/graphql") {
+        const response = await handleGraphQL(request);
+        if (response.status !== 503) outage.worked();
+        return response;
+      }
       if (pathname === "/healthz") {
         if (request.method !== "GET" && request.method !== "HEAD") {
           return errorResponse(405, "METHOD_NOT_ALLOWED", "Use GET on /healthz", { allow: "GET, HEAD" });
@@ -376,7 +428,8 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
       }
       return errorResponse(404, "NOT_FOUND", "Not found: the GraphQL endpoint is POST /graphql");
     } catch (error) {
-      if (isStoreDown(error)) return storeDown();
+      if (isStoreDown(error)) return outage.failed(error), storeDown();
+      if (error instanceof ClientGone) return errorResponse(400, "BAD_REQUEST", error.message, { connection: "close" });
       onError(error);
       return internal();
     }
@@ -413,6 +466,17 @@ export interface ServeOptions extends HandlerOptions {
   port?: number;
   /** How long `close()` waits for requests in flight before cutting connections (default 10 s). */
   shutdownTimeoutMs?: number;
+  /** Node: a connection must send its request headers within this time (default 10 s), else 408 and closed. */
+  headersTimeoutMs?: number;
+  /** Node: the whole request, body included, must arrive within this time (default 30 s), else 408. */
+  requestTimeoutMs?: number;
+  /** Node: an idle keep-alive connection is closed after this time (default 5 s). */
+  keepAliveTimeoutMs?: number;
+  /**
+   * Node: open connections at most (default half the soft limit on open files, 16 to 10,000; 1,000
+   * where that limit is unknown). At the cap a new connection replaces the oldest idle one.
+   */
+  maxConnections?: number;
 }
 
 export interface RunningServer {
@@ -461,5 +525,13 @@ export async function serve(options: ServeOptions): Promise<RunningServer> {
     port,
     maxBodyBytes: options.maxBodyBytes ?? MAX_BODY_BYTES,
     shutdownTimeoutMs: options.shutdownTimeoutMs ?? 10_000,
+    headersTimeoutMs: options.headersTimeoutMs ?? CONNECTION_DEFAULTS.headersTimeoutMs,
+    requestTimeoutMs: options.requestTimeoutMs ?? CONNECTION_DEFAULTS.requestTimeoutMs,
+    keepAliveTimeoutMs: options.keepAliveTimeoutMs ?? CONNECTION_DEFAULTS.keepAliveTimeoutMs,
+    maxConnections: options.maxConnections ?? await defaultMaxConnections(),
+    onAcceptError: (error) =>
+      (options.onError ?? console.error)(
+        new Error(`cannot accept connections (${error.message}): lower maxConnections or raise the open-file limit`),
+      ),
   });
 }
