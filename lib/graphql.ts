@@ -35,6 +35,8 @@ import { listLiteralErrors } from "./_limits.ts";
 export type GraphQLContext = {
   key: ApiKeyInfo;
   store: KeyStore;
+  /** This request's `store.list()`, once asked for. */
+  listed?: Promise<ApiKeyInfo[]>;
 };
 
 const SDL = /* GraphQL */ `
@@ -197,7 +199,8 @@ async function target(store: KeyStore, id: string): Promise<ApiKeyInfo> {
 const grants = (roles: Role[] = [], permissions: Permission[] = []): Grants => ({ roles, permissions });
 
 const QUERY: Record<string, Rule> = {
-  apiKeys: { needs: "API_KEY:READ_ANY", resolve: (_, { store }) => store.list() },
+  // Read once per request however many aliases ask: 30 aliases must not mean 30 reads of every key.
+  apiKeys: { needs: "API_KEY:READ_ANY", resolve: (_, context) => (context.listed ??= context.store.list()) },
   apiKey: { needs: "API_KEY:READ_ANY", own: (a) => [a.id], resolve: (a, { store }) => store.get(a.id) },
   apiKeyPossibleRoles: { needs: "PERMISSION:READ_ANY", keyOnly: true, resolve: () => [...ROLES] },
   apiKeyPossiblePermissions: {

@@ -13,7 +13,7 @@ import { CLI, ROOT, runCli, tempDir } from "./helpers/cli.ts";
 import { gql, type ServerProcess, startServer } from "./helpers/server.ts";
 import { openKeyStore } from "../lib/config.ts";
 import { createKeyStore } from "../lib/store.ts";
-import { serve } from "../lib/server.ts";
+import { createHandler, serve } from "../lib/server.ts";
 import { generateSecret } from "../lib/secret.ts";
 
 const isRoot = process.getuid?.() === 0;
@@ -131,6 +131,23 @@ describe("one key's request does not stall the others (issue 11 item 6)", () => 
     waits.sort((a, b) => a - b);
     // The median wait stays a small multiple of one such request on its own (plus slack for a busy CI host).
     expect(waits[10]).toBeLessThan(5 * alone + 50);
+  });
+
+  it("reads the key list once per request, however many aliases ask for it", async () => {
+    const base = createKeyStore();
+    const { key } = await base.create({ name: "a", roles: ["ADMIN"], permissions: [] });
+    let lists = 0;
+    const counted = { ...base, list: () => (lists++, base.list()) };
+    const handler = createHandler({ store: counted });
+    const response = await handler(
+      new Request("http://x/graphql", {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+        body: JSON.stringify({ query: `{ ${aliased("apiKeys { name }")} }` }),
+      }),
+    );
+    expect(Object.keys((await response.json()).data)).toHaveLength(30);
+    expect(lists).toBe(1);
   });
 });
 
