@@ -4,7 +4,7 @@
  * response is written with one `end()`. No fetch `Request`/`Response` is built: on Node those cost
  * more per request than verifying the key and running a small query together.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { Socket } from "node:net";
 import { ServiceError } from "./errors.ts";
 import { ClientGone } from "./_limits.ts";
@@ -30,9 +30,8 @@ export interface NodeListenOptions {
  * idle sockets held open by one client cannot lock out everyone else; when every connection is busy
  * the new one is closed.
  */
-function capConnections(server: Server, max: number): void {
+function capConnections(server: Server, max: number, busy: WeakSet<Socket>): void {
   const open = new Set<Socket>(); // insertion order: oldest first
-  const busy = new WeakSet<Socket>();
   server.on("connection", (socket: Socket) => {
     if (open.size >= max) {
       let victim: Socket | undefined;
@@ -46,10 +45,6 @@ function capConnections(server: Server, max: number): void {
     }
     open.add(socket);
     socket.once("close", () => open.delete(socket));
-  });
-  server.on("request", (req: IncomingMessage, res: ServerResponse) => {
-    busy.add(req.socket);
-    res.once("close", () => busy.delete(req.socket));
   });
 }
 
@@ -100,6 +95,8 @@ export function listenNode(
   options: NodeListenOptions,
 ): Promise<{ url: string; host: string; port: number; close(): Promise<void> }> {
   let closing = false;
+  /** Connections with a request in flight: never evicted at the cap. Kept by the handler (cheaper than more listeners). */
+  const busy = new WeakSet<Socket>();
   const server = createServer({
     // Silent or trickling clients are cut off: headers must arrive within headersTimeout, the whole
     // request (body included) within requestTimeout. Node checks both on a timer; it runs every
@@ -109,6 +106,8 @@ export function listenNode(
     keepAliveTimeout: options.keepAliveTimeoutMs,
     connectionsCheckingInterval: Math.max(50, Math.min(1000, options.headersTimeoutMs / 4)),
   }, async (req, res) => {
+    const socket = req.socket;
+    busy.add(socket);
     try {
       const response = await handle(toServiceRequest(req, options.maxBodyBytes));
       const headers: Record<string, string | number> = { ...response.headers };
@@ -123,10 +122,11 @@ export function listenNode(
       if (!res.headersSent) res.writeHead(400, { "content-type": "application/json; charset=utf-8", connection: "close" });
       res.end(JSON.stringify({ errors: [{ message: "Bad request", extensions: { code: "BAD_REQUEST" } }] }));
     }
+    busy.delete(socket);
   });
 
   server.keepAliveTimeout = options.keepAliveTimeoutMs; // not a createServer option on every Node version
-  capConnections(server, options.maxConnections);
+  capConnections(server, options.maxConnections, busy);
 
   return new Promise((resolve, reject) => {
     const failedListen = (error: NodeJS.ErrnoException) => {
