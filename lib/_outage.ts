@@ -12,15 +12,16 @@ export interface StoreStatusLog {
   up(line: string): void;
 }
 
-/** The cause of a store failure as one line: message and causes, no secret, no hash of one. */
+/**
+ * The cause of a store failure as one line: the store's own message (it names the operation and the
+ * system error with its path), without a secret, a hash of one, or credentials in a URL.
+ */
 export function describeStoreError(error: unknown): string {
-  const parts: string[] = [];
-  for (let e = error, i = 0; e && i < 4; e = (e as { cause?: unknown }).cause, i++) {
-    const message = e instanceof Error ? e.message : String(e);
-    if (!parts.some((p) => p.includes(message))) parts.push(message);
-  }
-  // Store file names are SHA-256 hashes of secrets: not secrets, but nothing a log needs either.
-  return redactSecrets(parts.join(": ")).replace(/\b[0-9a-f]{64}\b/g, "<hash>").replace(/[\p{Cc}]/gu, " ");
+  const message = error instanceof Error ? error.message : String(error);
+  return redactSecrets(message)
+    .replace(/:\/\/\S*@/g, "://***@") // greedy: a password may itself hold "@" or "/"
+    .replace(/\b[0-9a-f]{64}\b/g, "<hash>") // store file names are SHA-256 hashes of secrets
+    .replace(/\p{Cc}/gu, " ");
 }
 
 /**

@@ -15,6 +15,8 @@ import { openKeyStore } from "../lib/config.ts";
 import { createKeyStore } from "../lib/store.ts";
 import { createHandler, serve } from "../lib/server.ts";
 import { generateSecret } from "../lib/secret.ts";
+import { describeStoreError } from "../lib/_outage.ts";
+import { startRedis } from "./helpers/redis.ts";
 
 const isRoot = process.getuid?.() === 0;
 const tmp = tempDir();
@@ -356,4 +358,46 @@ describe("a store outage is logged once, with its cause, and so is the recovery 
       rmSync(dir, { recursive: true, force: true });
     }
   }, 30_000);
+
+  it("on Redis: a stopped server gives one line naming the cause, its return one recovery line (no root needed)", async () => {
+    const redis = await startRedis({ persist: true });
+    const lines: string[] = [];
+    const keys = await openKeyStore({ kind: "redis", url: redis.url });
+    try {
+      const { key } = await keys.create({ name: "r", roles: ["GUEST"], permissions: [] });
+      const handler = createHandler({
+        store: keys,
+        storeStatus: { down: (line) => lines.push(`error: ${line}`), up: (line) => lines.push(line) },
+      });
+      const me = async () =>
+        (await handler(new Request("http://x/graphql", {
+          method: "POST",
+          headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+          body: '{"query":"{ me { id } }"}',
+        }))).status;
+      expect(await me()).toBe(200);
+      await redis.stop();
+      for (let i = 0; i < 5; i++) expect(await me()).toBe(503);
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatch(/^error: key store unavailable, answering 503 until it recovers: .+/);
+      await redis.start();
+      const until = Date.now() + 15_000;
+      while (lines.length < 2 && Date.now() < until) {
+        await me();
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      expect(await me()).toBe(200);
+      expect(lines.slice(1)).toEqual(["key store available again"]);
+    } finally {
+      await keys.close().catch(() => {});
+      await redis.destroy();
+    }
+  }, 30_000);
+
+  it("the outage line hides credentials in URLs and hashes of secrets", () => {
+    const line = describeStoreError(
+      new Error(`Key store unavailable: redis://:p@ss3cr3t@host:6379/0 and /s/secrets/${"ab".repeat(32)} ${generateSecret()}`),
+    );
+    expect(line).toBe("Key store unavailable: redis://***@host:6379/0 and /s/secrets/<hash> sapi_…");
+  });
 });
