@@ -126,6 +126,8 @@ export function listenNode(
   });
 
   server.keepAliveTimeout = options.keepAliveTimeoutMs; // not a createServer option on every Node version
+  // A socket with no traffic at all for this long (a client that stopped reading our answer) is closed.
+  server.timeout = options.requestTimeoutMs;
   capConnections(server, options.maxConnections, busy);
 
   return new Promise((resolve, reject) => {

@@ -263,6 +263,24 @@ describe("connections are bounded in time and number (item 12)", () => {
       idle.write("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
       const [, idleMs] = await timed(() => closed(idle));
       expect(idleMs).toBeLessThan(2_500); // Node adds up to a second to the keep-alive timeout
+      // A client that pipelines requests and stops reading the answers: Node stops reading its next
+      // requests, which then miss the request timeout, and the connection is closed.
+      const big = JSON.stringify({ query: `{ ${Array.from({ length: 30 }, (_, i) => `a${i}: __schema { types { name description } }`).join(" ")} }` });
+      const one = (await (await fetch(`${running.url}/graphql`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+        body: big,
+      })).text()).length;
+      const reader = await silent(running.port);
+      reader.pause();
+      const request = `${head}Content-Length: ${Buffer.byteLength(big)}\r\n\r\n${big}`;
+      reader.write(request.repeat(200));
+      await new Promise((r) => setTimeout(r, 2_000));
+      let got = 0;
+      reader.on("data", (d: Buffer) => (got += d.length));
+      reader.resume();
+      await closed(reader);
+      expect(got).toBeLessThan(200 * one);
       expect(logged).toEqual([]); // a client's timeout is not the server's error
     } finally {
       await running.close();
