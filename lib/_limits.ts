@@ -6,6 +6,7 @@
  * or as a literal in its document, is capped, and so is the total size and nesting of its variables.
  * With these, the largest request allowed costs a few milliseconds.
  */
+import { ServiceError } from "./errors.ts";
 import { type DocumentNode, type ExecutionArgs, getOperationAST, GraphQLError, Kind, visit } from "graphql";
 
 export const INPUT_LIMITS = {
@@ -99,6 +100,33 @@ export const CONNECTION_DEFAULTS = {
   requestTimeoutMs: 30_000,
   keepAliveTimeoutMs: 5_000,
 };
+
+/** The connection options of `serve()` with their defaults; throws a clear error for impossible values. */
+export function connectionLimits(options: {
+  headersTimeoutMs?: number;
+  requestTimeoutMs?: number;
+  keepAliveTimeoutMs?: number;
+  maxConnections?: number;
+}) {
+  const { headersTimeoutMs, requestTimeoutMs, keepAliveTimeoutMs, maxConnections } = options;
+  const limits = {
+    ...CONNECTION_DEFAULTS,
+    ...stripUndefined({ headersTimeoutMs, requestTimeoutMs, keepAliveTimeoutMs }),
+    maxConnections,
+  };
+  for (const [name, value] of Object.entries(limits)) {
+    if (value !== undefined && !(Number.isInteger(value) && value > 0)) {
+      throw new ServiceError("USAGE", `serve(): ${name} must be a positive whole number, got ${String(value)}`);
+    }
+  }
+  if (limits.headersTimeoutMs > limits.requestTimeoutMs) {
+    throw new ServiceError("USAGE", "serve(): headersTimeoutMs must not exceed requestTimeoutMs (the headers are part of the request)");
+  }
+  return limits as typeof CONNECTION_DEFAULTS & { maxConnections?: number };
+}
+
+const stripUndefined = <T extends object>(o: T): Partial<T> =>
+  Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
 
 /**
  * Default connection cap: half the process's soft limit on open files (Linux tells it in

@@ -126,8 +126,9 @@ export function listenNode(
   });
 
   server.keepAliveTimeout = options.keepAliveTimeoutMs; // not a createServer option on every Node version
-  // A socket with no traffic at all for this long (a client that stopped reading our answer) is closed.
-  server.timeout = options.requestTimeoutMs;
+  // A socket with no traffic at all for twice the request timeout (a client that stopped reading our
+  // answer) is closed; twice, so that a late request still gets its 408 from the checks above first.
+  server.timeout = options.requestTimeoutMs * 2;
   capConnections(server, options.maxConnections, busy);
 
   return new Promise((resolve, reject) => {

@@ -14,7 +14,7 @@ import { isWellFormedSecret, redactSecrets } from "./secret.ts";
 import type { KeyStore } from "./store.ts";
 import { createSchema, dependsOnKeyOnly, type GraphQLContext, parseDocument, validateDocument } from "./graphql.ts";
 import { createLru } from "./_lru.ts";
-import { ClientGone, CONNECTION_DEFAULTS, defaultMaxConnections, variableLimitError } from "./_limits.ts";
+import { ClientGone, connectionLimits, defaultMaxConnections, variableLimitError } from "./_limits.ts";
 import { createOutageTracker, type StoreStatusLog } from "./_outage.ts";
 import { acceptsPlainJson, credential, paramsFromBody, paramsFromJson, paramsFromUrl, pathOf, readFetchBody } from "./_request.ts";
 
@@ -391,15 +391,14 @@ export async function serve(options: ServeOptions): Promise<RunningServer> {
     return { url: `http://${urlHost(host)}:${bound}`, host, port: bound, close: () => server.shutdown() };
   }
   const { listenNode } = await import("./_node-http.ts");
+  const limits = connectionLimits(options);
   return listenNode(createServiceHandler(options), {
     host,
     port,
     maxBodyBytes: options.maxBodyBytes ?? MAX_BODY_BYTES,
     shutdownTimeoutMs: options.shutdownTimeoutMs ?? 10_000,
-    headersTimeoutMs: options.headersTimeoutMs ?? CONNECTION_DEFAULTS.headersTimeoutMs,
-    requestTimeoutMs: options.requestTimeoutMs ?? CONNECTION_DEFAULTS.requestTimeoutMs,
-    keepAliveTimeoutMs: options.keepAliveTimeoutMs ?? CONNECTION_DEFAULTS.keepAliveTimeoutMs,
-    maxConnections: options.maxConnections ?? await defaultMaxConnections(),
+    ...limits,
+    maxConnections: limits.maxConnections ?? await defaultMaxConnections(),
     onAcceptError: (error) =>
       (options.onError ?? console.error)(
         new Error(`cannot accept connections (${error.message}): lower maxConnections or raise the open-file limit`),

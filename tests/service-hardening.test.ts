@@ -301,6 +301,14 @@ describe("connections are bounded in time and number (item 12)", () => {
     }
   });
 
+  it("refuses impossible connection options with a clear message", async () => {
+    const store = createKeyStore();
+    await expect(serve({ store, port: 0, maxConnections: 0 })).rejects.toThrow("maxConnections must be a positive whole number, got 0");
+    await expect(serve({ store, port: 0, headersTimeoutMs: 5_000, requestTimeoutMs: 1_000 })).rejects.toThrow(
+      "headersTimeoutMs must not exceed requestTimeoutMs",
+    );
+  });
+
   it("under ulimit -n 256, 1,100 silent sockets neither stop requests nor the server", async () => {
     const child = spawn("bash", ["-c", `ulimit -n 256 && exec "${process.execPath}" "${CLI}" serve --port 0 --store "${store}"`], {
       cwd: ROOT,
