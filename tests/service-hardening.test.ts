@@ -326,7 +326,11 @@ describe("connections are bounded in time and number (item 12)", () => {
       });
       const port = Number(new URL(url).port);
       const sockets: Socket[] = [];
-      for (let i = 0; i < 1_100; i++) sockets.push(await silent(port).catch(() => connect(1)));
+      for (let i = 0; i < 1_100; i++) {
+        const socket = await silent(port).catch(() => null); // refused or dropped at the cap, or our own fd limit
+        if (socket) sockets.push(socket.on("error", () => {}));
+      }
+      expect(sockets.length).toBeGreaterThan(300); // well over the child's 256 descriptors
       for (let i = 0; i < 5; i++) {
         const answer = await gql(url, "{ me { id } }", { key: guest });
         expect(answer.status).toBe(200);
