@@ -37,7 +37,9 @@ export async function runServe(
   io: { log: (line: string) => void; debug?: (line: string) => void; env?: Env },
 ): Promise<Output> {
   const env = io.env ?? process.env;
-  const quiet = ["silent", "error", "warn"].includes(resolveLogLevel(env.LOG_LEVEL).level);
+  const { level } = resolveLogLevel(env.LOG_LEVEL);
+  const quiet = ["silent", "error", "warn"].includes(level);
+  const silent = level === "silent";
   const info = (line: string) => quiet || io.log(line);
   const host = (flags.host ?? env.HOST ?? "").trim() || "127.0.0.1";
   const port = resolvePort(flags.port, env);
@@ -53,8 +55,8 @@ export async function runServe(
         io.log(`internal error: ${redactSecrets(error instanceof Error ? error.message : String(error))}`);
         if (error instanceof Error && error.stack) io.debug?.(redactSecrets(error.stack));
       },
-      // Why the service answers 503, once per outage (even at LOG_LEVEL=error), and its end once.
-      storeStatus: { down: (line) => io.log(`error: ${line}`), up: info },
+      // Why the service answers 503, once per outage (at error level), and its end once (info).
+      storeStatus: { down: (line) => silent || io.log(`error: ${line}`), up: info },
     });
   } catch (error) {
     await store.close();
