@@ -4,8 +4,10 @@
  * response is written with one `end()`. No fetch `Request`/`Response` is built: on Node those cost
  * more per request than verifying the key and running a small query together.
  */
-import { createServer, type IncomingMessage } from "node:http";
+import { createServer, type IncomingMessage, type Server } from "node:http";
+import type { Socket } from "node:net";
 import { ServiceError } from "./errors.ts";
+import { ClientGone } from "./_limits.ts";
 import type { ServiceHandler, ServiceRequest } from "./server.ts";
 
 export interface NodeListenOptions {
@@ -13,6 +15,37 @@ export interface NodeListenOptions {
   port: number;
   maxBodyBytes: number;
   shutdownTimeoutMs: number;
+  /** See `ServeOptions` for these four. */
+  headersTimeoutMs: number;
+  requestTimeoutMs: number;
+  keepAliveTimeoutMs: number;
+  maxConnections: number;
+  /** Told about failures to accept a connection (EMFILE), at most once a minute. */
+  onAcceptError: (error: Error) => void;
+}
+
+/**
+ * Caps open connections. At the cap, a new connection evicts the oldest one that has no request in
+ * flight (silent, trickling its headers, or idle between requests) rather than being refused, so
+ * idle sockets held open by one client cannot lock out everyone else; when every connection is busy
+ * the new one is closed.
+ */
+function capConnections(server: Server, max: number, busy: WeakSet<Socket>): void {
+  const open = new Set<Socket>(); // insertion order: oldest first
+  server.on("connection", (socket: Socket) => {
+    if (open.size >= max) {
+      let victim: Socket | undefined;
+      for (const s of open) {
+        if (!busy.has(s)) (victim = s);
+        if (victim) break; // the oldest idle one
+      }
+      if (!victim) return void socket.destroy();
+      open.delete(victim);
+      victim.destroy();
+    }
+    open.add(socket);
+    socket.once("close", () => open.delete(socket));
+  });
 }
 
 /** Reads the whole body as text, or null as soon as it grows past `limit` (the rest is drained, up to a bound). */
@@ -36,7 +69,10 @@ function readBody(req: IncomingMessage, limit: number): string | null | Promise<
       if (size > limit * 16) req.destroy();
     });
     req.on("end", () => resolve(over ? null : Buffer.concat(chunks).toString("utf8")));
-    req.on("error", reject);
+    // Aborted or cut off by the request timeout: the client's doing, not a failure worth a log line.
+    const gone = () => reject(new ClientGone("The request body did not arrive"));
+    req.on("error", gone);
+    req.on("close", () => req.complete || gone());
   });
 }
 
@@ -59,7 +95,19 @@ export function listenNode(
   options: NodeListenOptions,
 ): Promise<{ url: string; host: string; port: number; close(): Promise<void> }> {
   let closing = false;
-  const server = createServer(async (req, res) => {
+  /** Connections with a request in flight: never evicted at the cap. Kept by the handler (cheaper than more listeners). */
+  const busy = new WeakSet<Socket>();
+  const server = createServer({
+    // Silent or trickling clients are cut off: headers must arrive within headersTimeout, the whole
+    // request (body included) within requestTimeout. Node checks both on a timer; it runs every
+    // 30 s by default, which let such sockets live over a minute.
+    headersTimeout: options.headersTimeoutMs,
+    requestTimeout: options.requestTimeoutMs,
+    keepAliveTimeout: options.keepAliveTimeoutMs,
+    connectionsCheckingInterval: Math.max(50, Math.min(1000, options.headersTimeoutMs / 4)),
+  }, async (req, res) => {
+    const socket = req.socket;
+    busy.add(socket);
     try {
       const response = await handle(toServiceRequest(req, options.maxBodyBytes));
       const headers: Record<string, string | number> = { ...response.headers };
@@ -74,14 +122,31 @@ export function listenNode(
       if (!res.headersSent) res.writeHead(400, { "content-type": "application/json; charset=utf-8", connection: "close" });
       res.end(JSON.stringify({ errors: [{ message: "Bad request", extensions: { code: "BAD_REQUEST" } }] }));
     }
+    busy.delete(socket);
   });
 
+  server.keepAliveTimeout = options.keepAliveTimeoutMs; // not a createServer option on every Node version
+  // A socket with no traffic at all for twice the request timeout (a client that stopped reading our
+  // answer) is closed; twice, so that a late request still gets its 408 from the checks above first.
+  server.timeout = options.requestTimeoutMs * 2;
+  capConnections(server, options.maxConnections, busy);
+
   return new Promise((resolve, reject) => {
-    server.once("error", (error: NodeJS.ErrnoException) => {
+    const failedListen = (error: NodeJS.ErrnoException) => {
       const reason = error.code === "EADDRINUSE" ? "address already in use" : error.message;
       reject(new ServiceError("INTERNAL", `Cannot listen on ${options.host}:${options.port}: ${reason}`, { cause: error }));
-    });
+    };
+    server.once("error", failedListen);
     server.listen(options.port, options.host, () => {
+      // Once listening, an error is a failed accept (EMFILE when out of descriptors): the connection
+      // is lost, the server goes on. Without a listener it would end the process.
+      server.off("error", failedListen);
+      let lastReport = -Infinity;
+      server.on("error", (error) => {
+        if (performance.now() - lastReport < 60_000) return;
+        lastReport = performance.now();
+        options.onAcceptError(error);
+      });
       const address = server.address();
       const port = typeof address === "object" && address ? address.port : options.port;
       const host = options.host.includes(":") ? `[${options.host}]` : options.host;

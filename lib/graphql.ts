@@ -29,11 +29,14 @@ import { can, effectivePermissions, escalation, type Grants } from "./policy.ts"
 import type { KeyStore } from "./store.ts";
 import { VERSION } from "./version.ts";
 import { createLru } from "./_lru.ts";
+import { listLiteralErrors } from "./_limits.ts";
 
 /** What every resolver sees: the authenticated key and the store. */
 export type GraphQLContext = {
   key: ApiKeyInfo;
   store: KeyStore;
+  /** This request's `store.list()`, once asked for. */
+  listed?: Promise<ApiKeyInfo[]>;
 };
 
 const SDL = /* GraphQL */ `
@@ -196,7 +199,8 @@ async function target(store: KeyStore, id: string): Promise<ApiKeyInfo> {
 const grants = (roles: Role[] = [], permissions: Permission[] = []): Grants => ({ roles, permissions });
 
 const QUERY: Record<string, Rule> = {
-  apiKeys: { needs: "API_KEY:READ_ANY", resolve: (_, { store }) => store.list() },
+  // Read once per request however many aliases ask: 30 aliases must not mean 30 reads of every key.
+  apiKeys: { needs: "API_KEY:READ_ANY", resolve: (_, context) => (context.listed ??= context.store.list()) },
   apiKey: { needs: "API_KEY:READ_ANY", own: (a) => [a.id], resolve: (a, { store }) => store.get(a.id) },
   apiKeyPossibleRoles: { needs: "PERMISSION:READ_ANY", keyOnly: true, resolve: () => [...ROLES] },
   apiKeyPossiblePermissions: {
@@ -484,6 +488,7 @@ export function validateDocument(
       ? `Query selects too many fields: more than ${limits.maxFields} after expanding fragments`
       : undefined;
     if (problem) errors = [new GraphQLError(problem)];
+    else errors = listLiteralErrors(document);
   }
   errors = errors.map((e) =>
     new GraphQLError(e.message, {

@@ -161,3 +161,12 @@ export function parseCreateInput(input: {
 
 export type { Resource };
 export { groupPermissions, permissionPairs } from "./model.ts";
+
+const KEY_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/**
+ * True for a key id as the store makes them (a lower-case UUID). Anything else names no key: it is
+ * "not found" without a store access, so an id like `..`, `x.tmp` or one holding NUL never reaches a
+ * file name or a Redis key.
+ */
+export const isKeyId = (id: unknown): id is string => typeof id === "string" && KEY_ID.test(id);

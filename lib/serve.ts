@@ -8,6 +8,7 @@ import type { Output } from "./format.ts";
 import { openKeyStore, parseStoreSpec } from "./config.ts";
 import { resolveLogLevel } from "./log.ts";
 import { serve } from "./server.ts";
+import { redactSecrets } from "./secret.ts";
 
 export interface ServeFlags {
   host?: string;
@@ -36,7 +37,9 @@ export async function runServe(
   io: { log: (line: string) => void; debug?: (line: string) => void; env?: Env },
 ): Promise<Output> {
   const env = io.env ?? process.env;
-  const quiet = ["silent", "error", "warn"].includes(resolveLogLevel(env.LOG_LEVEL).level);
+  const { level } = resolveLogLevel(env.LOG_LEVEL);
+  const quiet = ["silent", "error", "warn"].includes(level);
+  const silent = level === "silent";
   const info = (line: string) => quiet || io.log(line);
   const host = (flags.host ?? env.HOST ?? "").trim() || "127.0.0.1";
   const port = resolvePort(flags.port, env);
@@ -49,9 +52,11 @@ export async function runServe(
       port,
       // The client got a generic 500; the operator gets the message (and the stack at LOG_LEVEL=debug).
       onError: (error) => {
-        io.log(`internal error: ${error instanceof Error ? error.message : String(error)}`);
-        if (error instanceof Error && error.stack) io.debug?.(error.stack);
+        io.log(`internal error: ${redactSecrets(error instanceof Error ? error.message : String(error))}`);
+        if (error instanceof Error && error.stack) io.debug?.(redactSecrets(error.stack));
       },
+      // Why the service answers 503, once per outage (at error level), and its end once (info).
+      storeStatus: { down: (line) => silent || io.log(`error: ${line}`), up: info },
     });
   } catch (error) {
     await store.close();

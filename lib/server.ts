@@ -10,10 +10,13 @@ import { createHandler as createGraphQLHttpHandler } from "graphql-http";
 import { execute, type ExecutionArgs, getOperationAST, GraphQLError, type parse as graphqlParse } from "graphql";
 import type { ApiKeyInfo } from "./model.ts";
 import { ServiceError } from "./errors.ts";
-import { isWellFormedSecret } from "./secret.ts";
+import { isWellFormedSecret, redactSecrets } from "./secret.ts";
 import type { KeyStore } from "./store.ts";
 import { createSchema, dependsOnKeyOnly, type GraphQLContext, parseDocument, validateDocument } from "./graphql.ts";
 import { createLru } from "./_lru.ts";
+import { ClientGone, connectionLimits, defaultMaxConnections, variableLimitError } from "./_limits.ts";
+import { createOutageTracker, type StoreStatusLog } from "./_outage.ts";
+import { acceptsPlainJson, credential, paramsFromBody, paramsFromJson, paramsFromUrl, pathOf, readFetchBody } from "./_request.ts";
 
 /** Largest request body accepted: 1 MiB. */
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -24,6 +27,11 @@ export interface HandlerOptions {
   maxBodyBytes?: number;
   /** Receives failures that are not the client's fault; the client only sees a generic 500. */
   onError?: (error: unknown) => void;
+  /**
+   * Told once when the store becomes unavailable (why the service answers 503) and once when it
+   * recovers; default: both lines on stderr.
+   */
+  storeStatus?: StoreStatusLog;
   /**
    * Answer the everyday request (a POST of JSON with an already validated document) without going
    * through graphql-http's request handling (default true). The answers are the same either way;
@@ -77,132 +85,13 @@ const STORE_DOWN_MESSAGE = "The key store is unavailable; try again later";
 const storeDown = () => errorResponse(503, "STORE_UNAVAILABLE", STORE_DOWN_MESSAGE, { "retry-after": "1" });
 const internal = () => errorResponse(500, "INTERNAL", "Internal server error");
 
-/** The secret from `Authorization: Bearer <key>` or `x-api-key: <key>`, or a message saying what is wrong. */
-function credential(headers: ServiceRequest["headers"]): { secret: string } | { problem: string } {
-  const authorization = headers.get("authorization")?.trim();
-  if (authorization) {
-    const match = /^Bearer\s+(\S+)$/i.exec(authorization);
-    if (!match) return { problem: "Unsupported Authorization header: send 'Authorization: Bearer <API key>'" };
-    return { secret: match[1] };
-  }
-  const header = headers.get("x-api-key")?.trim();
-  if (header) return { secret: header };
-  return { problem: "Missing API key: send 'Authorization: Bearer <API key>'" };
-}
-
-/** Reads a fetch body as UTF-8 text, giving up (null) as soon as it exceeds `limit` bytes. */
-async function readFetchBody(request: Request, limit: number): Promise<string | null> {
-  const declared = Number(request.headers.get("content-length") ?? NaN);
-  if (declared > limit) return null;
-  if (!request.body) return "";
-  // With a declared length the HTTP layer delivers exactly that many bytes.
-  if (declared >= 0) return await request.text();
-  const reader = request.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > limit) {
-      await reader.cancel().catch(() => {});
-      return null;
-    }
-    chunks.push(value);
-  }
-  const all = new Uint8Array(size);
-  let at = 0;
-  for (const chunk of chunks) all.set(chunk, at), (at += chunk.byteLength);
-  return new TextDecoder().decode(all);
-}
-
 interface RequestState {
   key: ApiKeyInfo;
   body: string;
 }
 
-interface Params {
-  query: string;
-  variables?: Record<string, unknown>;
-  operationName?: string;
-  extensions?: Record<string, unknown>;
-}
-
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value);
-
 /** Remembered answers (see `answers` in `createServiceHandler`): at most this many, this large. */
 const ANSWER_CACHE = { entries: 1000, maxRequestLength: 2048, maxResponseLength: 8192 };
-
-/**
- * True for requests whose answer graphql-http would send as plain `application/json`: JSON bodies
- * (the types `paramsFromBody` takes) from clients that accept anything or JSON, or say nothing.
- */
-function acceptsPlainJson(headers: ServiceRequest["headers"]): boolean {
-  const accept = headers.get("accept");
-  if (accept !== null && accept !== "*/*" && accept !== "application/json") return false;
-  const type = headers.get("content-type");
-  return type !== null && /^application\/(?:graphql-response\+)?json\s*(?:;\s*charset=utf-?8\s*)?$/i.test(type);
-}
-
-/** Checks a request's GraphQL parameters; throws an `Error` whose message a client can act on (-> 400). */
-function checkParams(data: Record<string, unknown>): Params {
-  const { query, variables, operationName, extensions } = data;
-  if (query === undefined || query === null) {
-    const fields = Object.keys(data);
-    throw new Error(
-      `Request has no "query": send a JSON object like {"query": "{ me { id name } }", "variables": {}}` +
-        (fields.length ? `; got the fields ${fields.map((f) => JSON.stringify(f)).join(", ")}` : ""),
-    );
-  }
-  if (typeof query !== "string") throw new Error(`"query" must be a string holding a GraphQL document`);
-  if (variables != null && !isObject(variables)) throw new Error(`"variables" must be a JSON object`);
-  if (operationName != null && typeof operationName !== "string") throw new Error(`"operationName" must be a string`);
-  if (extensions != null && !isObject(extensions)) throw new Error(`"extensions" must be a JSON object`);
-  return {
-    query,
-    variables: (variables ?? undefined) as Params["variables"],
-    operationName: (operationName ?? undefined) as string | undefined,
-    extensions: (extensions ?? undefined) as Params["extensions"],
-  };
-}
-
-function paramsFromUrl(url: URL): Params {
-  const json = (name: string) => {
-    const value = url.searchParams.get(name);
-    if (value === null) return undefined;
-    try {
-      return JSON.parse(value);
-    } catch {
-      throw new Error(`The "${name}" URL parameter is not valid JSON`);
-    }
-  };
-  const data: Record<string, unknown> = { variables: json("variables"), extensions: json("extensions") };
-  if (url.searchParams.has("query")) data.query = url.searchParams.get("query");
-  if (url.searchParams.has("operationName")) data.operationName = url.searchParams.get("operationName");
-  return checkParams(data);
-}
-
-function paramsFromBody(body: string, contentType: string | null): Params {
-  const mediaType = (contentType ?? "").split(";")[0].trim().toLowerCase();
-  if (mediaType !== "application/json" && mediaType !== "application/graphql-response+json") {
-    throw Object.assign(new Error("Unsupported Content-Type: send the request body as application/json"), { status: 415 });
-  }
-  return paramsFromJson(body);
-}
-
-/** The GraphQL parameters of a JSON body; throws an `Error` saying what is wrong (-> 400). */
-function paramsFromJson(body: string): Params {
-  if (!body.trim()) throw new Error(`Request body is empty: send a JSON object like {"query": "{ me { id name } }"}`);
-  let data: unknown;
-  try {
-    data = JSON.parse(body);
-  } catch (error) {
-    throw new Error(`Request body is not valid JSON (${error instanceof SyntaxError ? error.message : "parse error"})`);
-  }
-  if (!isObject(data)) throw new Error(`Request body must be a JSON object with a "query" string`);
-  return checkParams(data);
-}
 
 /** The code and public message of a ServiceError; store trouble never leaks paths or hosts. */
 function publicError(error: ServiceError): { code: string; message: string } {
@@ -212,6 +101,9 @@ function publicError(error: ServiceError): { code: string; message: string } {
 }
 
 const isStoreDown = (error: unknown) => error instanceof ServiceError && error.code === "STORE_UNAVAILABLE";
+/** The store failure among a result's errors, if any. */
+const storeFailure = (errors: readonly GraphQLError[] | undefined) =>
+  errors?.find((e) => isStoreDown(e.originalError))?.originalError;
 
 /**
  * Creates the service's runtime-neutral handler (see `createHandler` for the fetch-style one).
@@ -223,9 +115,25 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
   const onError = options.onError ?? ((error: unknown) => console.error("service-api: internal error:", error));
   const state = new WeakMap<ServiceRequest, RequestState>();
   const stateOf = (raw: unknown): RequestState => state.get(raw as ServiceRequest)!;
+  const outage = createOutageTracker(options.storeStatus ?? {
+    down: (line) => console.error(`service-api: error: ${line}`),
+    up: (line) => console.error(`service-api: ${line}`),
+  });
 
-  /** GraphQL errors as clients see them: a stable `extensions.code`, nothing internal. */
+  /**
+   * GraphQL errors as clients see them: a stable `extensions.code`, nothing internal, and no secret.
+   * Every GraphQL error of both paths leaves through here, so this is where `sapi_…` tokens that a
+   * message quotes from the document, the variables or the body (parse errors, "Variable $x got
+   * invalid value …", JSON syntax errors) are elided.
+   */
   const formatError = (error: Readonly<GraphQLError | Error>): GraphQLError | Error => {
+    const shown = classify(error);
+    const message = redactSecrets(shown.message);
+    if (message === shown.message) return shown;
+    const { nodes, source, positions, path, extensions } = shown as GraphQLError;
+    return new GraphQLError(message, { nodes, source, positions, path, extensions });
+  };
+  const classify = (error: Readonly<GraphQLError | Error>): GraphQLError | Error => {
     if (!(error instanceof GraphQLError)) {
       return new GraphQLError(error.message, { extensions: { code: "BAD_REQUEST" } });
     }
@@ -244,12 +152,19 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
     return new GraphQLError(error.message, { ...located, extensions: { code: "BAD_USER_INPUT" } });
   };
 
+  /** `execute`, refusing variables over the limits before any work (see `_limits.ts`). */
+  const boundedExecute = (args: ExecutionArgs) => {
+    const refused = variableLimitError(args);
+    return refused ? { errors: [refused] } : execute(args);
+  };
+
   const schema = createSchema();
   const graphql = createGraphQLHttpHandler<ServiceRequest, undefined, GraphQLContext>({
     schema,
     parse: ((source: string | { body: string }) =>
       parseDocument(typeof source === "string" ? source : source.body)) as typeof graphqlParse,
     validate: validateDocument,
+    execute: boundedExecute,
     context: (req) => ({ key: stateOf(req.raw).key, store }),
     parseRequestParams: (req) => {
       const raw = req.raw;
@@ -268,7 +183,9 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
     },
     onOperation: (_req, _args, result) => {
       // A store failure inside a resolver is the server's trouble, not a partial answer: say 503.
-      if (result.errors?.some((e) => isStoreDown(e.originalError))) {
+      const failure = storeFailure(result.errors);
+      if (failure) {
+        outage.failed(failure);
         const { status, headers, body } = storeDown();
         return [body, { status, statusText: "Service Unavailable", headers }];
       }
@@ -300,7 +217,8 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
 
   /** The response graphql-http (with the `onOperation` above) would give for an execution result. */
   const respond = (result: Awaited<ReturnType<typeof execute>>): ServiceResponse => {
-    if (result.errors?.some((e) => isStoreDown(e.originalError))) return storeDown();
+    const failure = storeFailure(result.errors);
+    if (failure) return outage.failed(failure), storeDown();
     const body = JSON.stringify(result.errors ? { ...result, errors: result.errors.map(formatError) } : result);
     return { status: 200, headers: { "content-type": JSON_TYPE }, body };
   };
@@ -319,7 +237,7 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
     if (hit?.key === key) return hit.response;
     const prepared = prepare(body, key);
     if (!prepared) return;
-    const response = respond(await execute(prepared));
+    const response = respond(await boundedExecute(prepared));
     if (remembered !== undefined && prepared.keyOnly && response.body!.length <= ANSWER_CACHE.maxResponseLength) {
       Object.freeze(response.headers);
       answers.set(remembered, { key, response: Object.freeze(response) });
@@ -360,10 +278,15 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
 
   return async (request) => {
     try {
-      // Node gives a path, fetch runtimes a full URL; only the latter needs the URL parser.
-      const { url } = request;
-      const pathname = url.startsWith("/") ? url.split("?", 1)[0] : new URL(url).pathname;
-      if (pathname === "/graphql") return await handleGraphQL(request);
+      const pathname = pathOf(request.url);
+      if (pathname === null) {
+        return errorResponse(400, "BAD_REQUEST", "Invalid request target: send requests to /graphql", { connection: "close" });
+      }
+      if (pathname === "/graphql") {
+        const response = await handleGraphQL(request);
+        if (response.status !== 503) outage.worked();
+        return response;
+      }
       if (pathname === "/healthz") {
         if (request.method !== "GET" && request.method !== "HEAD") {
           return errorResponse(405, "METHOD_NOT_ALLOWED", "Use GET on /healthz", { allow: "GET, HEAD" });
@@ -376,7 +299,8 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
       }
       return errorResponse(404, "NOT_FOUND", "Not found: the GraphQL endpoint is POST /graphql");
     } catch (error) {
-      if (isStoreDown(error)) return storeDown();
+      if (isStoreDown(error)) return outage.failed(error), storeDown();
+      if (error instanceof ClientGone) return errorResponse(400, "BAD_REQUEST", error.message, { connection: "close" });
       onError(error);
       return internal();
     }
@@ -413,6 +337,17 @@ export interface ServeOptions extends HandlerOptions {
   port?: number;
   /** How long `close()` waits for requests in flight before cutting connections (default 10 s). */
   shutdownTimeoutMs?: number;
+  /** Node: a connection must send its request headers within this time (default 10 s), else 408 and closed. */
+  headersTimeoutMs?: number;
+  /** Node: the whole request, body included, must arrive within this time (default 30 s), else 408. */
+  requestTimeoutMs?: number;
+  /** Node: an idle keep-alive connection is closed after this time (default 5 s). */
+  keepAliveTimeoutMs?: number;
+  /**
+   * Node: open connections at most (default half the soft limit on open files, 16 to 10,000; 1,000
+   * where that limit is unknown). At the cap a new connection replaces the oldest idle one.
+   */
+  maxConnections?: number;
 }
 
 export interface RunningServer {
@@ -456,10 +391,17 @@ export async function serve(options: ServeOptions): Promise<RunningServer> {
     return { url: `http://${urlHost(host)}:${bound}`, host, port: bound, close: () => server.shutdown() };
   }
   const { listenNode } = await import("./_node-http.ts");
+  const limits = connectionLimits(options);
   return listenNode(createServiceHandler(options), {
     host,
     port,
     maxBodyBytes: options.maxBodyBytes ?? MAX_BODY_BYTES,
     shutdownTimeoutMs: options.shutdownTimeoutMs ?? 10_000,
+    ...limits,
+    maxConnections: limits.maxConnections ?? await defaultMaxConnections(),
+    onAcceptError: (error) =>
+      (options.onError ?? console.error)(
+        new Error(`cannot accept connections (${error.message}): lower maxConnections or raise the open-file limit`),
+      ),
   });
 }

@@ -48,6 +48,7 @@ import { randomUUID } from "node:crypto";
 import { generateSecret, isWellFormedSecret, sha256Hex } from "./secret.ts";
 import { createLru } from "./_lru.ts";
 import { checkKeyInput, checkKeyPatch, lookupName } from "./_store-input.ts";
+import { isKeyId } from "./input.ts";
 
 export { type AtomicIndex, createLocalAtomicIndex } from "./_atomic.ts";
 import { type AtomicIndex, createLocalAtomicIndex } from "./_atomic.ts";
@@ -123,8 +124,9 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
     : async () => String((await storage.getItem(REVISION)) ?? "");
 
   const nameKey = (name: string) => `names:${sha256Hex(name)}`;
+  // A malformed id names no key: not found, never a store error (see isKeyId).
   const readRecord = async (id: string | null): Promise<StoredKey | null> =>
-    id ? ((await storage.getItem<StoredKey>(`keys:${id}`)) ?? null) : null;
+    isKeyId(id) ? ((await storage.getItem<StoredKey>(`keys:${id}`)) ?? null) : null;
   const readId = async (key: string): Promise<string | null> => {
     const value = await storage.getItem(key);
     return typeof value === "string" ? value : null;

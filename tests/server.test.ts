@@ -283,6 +283,10 @@ describe("the fast path and remembered answers", () => {
       query("mutation { apiKey { create(input: { name: \"x\", roles: [ADMIN] }) { id } } }"),
       query("{ me { id "),
       query("{ nope }"),
+      // Over the input limits, and secrets quoted by errors (tests/service-hardening.test.ts).
+      query("query Q($r: [Role!]!) { getPermissionsForRoles(roles: $r) { resource } }", { variables: { r: Array(101).fill("GUEST") } }),
+      query("query Q($r: [Role!]!) { getPermissionsForRoles(roles: $r) { resource } }", { variables: { r: [generateSecret()] } }),
+      query(`{ me { ${generateSecret()} } }`),
       query("subscription { me { id } }"),
       { body: "{\"query\": 7}" },
       { body: "[]" },

@@ -1,0 +1,135 @@
+/**
+ * Reading a request: the credential, the body (fetch runtimes), the request target and the GraphQL
+ * parameters from a JSON body or a URL. Each refusal throws an `Error` whose message a client can act on.
+ */
+import type { ServiceRequest } from "./server.ts";
+
+/** The secret from `Authorization: Bearer <key>` or `x-api-key: <key>`, or a message saying what is wrong. */
+export function credential(headers: ServiceRequest["headers"]): { secret: string } | { problem: string } {
+  const authorization = headers.get("authorization")?.trim();
+  if (authorization) {
+    const match = /^Bearer\s+(\S+)$/i.exec(authorization);
+    if (!match) return { problem: "Unsupported Authorization header: send 'Authorization: Bearer <API key>'" };
+    return { secret: match[1] };
+  }
+  const header = headers.get("x-api-key")?.trim();
+  if (header) return { secret: header };
+  return { problem: "Missing API key: send 'Authorization: Bearer <API key>'" };
+}
+
+/** Reads a fetch body as UTF-8 text, giving up (null) as soon as it exceeds `limit` bytes. */
+export async function readFetchBody(request: Request, limit: number): Promise<string | null> {
+  const declared = Number(request.headers.get("content-length") ?? NaN);
+  if (declared > limit) return null;
+  if (!request.body) return "";
+  // With a declared length the HTTP layer delivers exactly that many bytes.
+  if (declared >= 0) return await request.text();
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > limit) {
+      await reader.cancel().catch(() => {});
+      return null;
+    }
+    chunks.push(value);
+  }
+  const all = new Uint8Array(size);
+  let at = 0;
+  for (const chunk of chunks) all.set(chunk, at), (at += chunk.byteLength);
+  return new TextDecoder().decode(all);
+}
+
+export interface Params {
+  query: string;
+  variables?: Record<string, unknown>;
+  operationName?: string;
+  extensions?: Record<string, unknown>;
+}
+
+export const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
+
+/**
+ * True for requests whose answer graphql-http would send as plain `application/json`: JSON bodies
+ * (the types `paramsFromBody` takes) from clients that accept anything or JSON, or say nothing.
+ */
+export function acceptsPlainJson(headers: ServiceRequest["headers"]): boolean {
+  const accept = headers.get("accept");
+  if (accept !== null && accept !== "*/*" && accept !== "application/json") return false;
+  const type = headers.get("content-type");
+  return type !== null && /^application\/(?:graphql-response\+)?json\s*(?:;\s*charset=utf-?8\s*)?$/i.test(type);
+}
+
+/** Checks a request's GraphQL parameters; throws an `Error` whose message a client can act on (-> 400). */
+export function checkParams(data: Record<string, unknown>): Params {
+  const { query, variables, operationName, extensions } = data;
+  if (query === undefined || query === null) {
+    const fields = Object.keys(data);
+    throw new Error(
+      `Request has no "query": send a JSON object like {"query": "{ me { id name } }", "variables": {}}` +
+        (fields.length ? `; got the fields ${fields.map((f) => JSON.stringify(f)).join(", ")}` : ""),
+    );
+  }
+  if (typeof query !== "string") throw new Error(`"query" must be a string holding a GraphQL document`);
+  if (variables != null && !isObject(variables)) throw new Error(`"variables" must be a JSON object`);
+  if (operationName != null && typeof operationName !== "string") throw new Error(`"operationName" must be a string`);
+  if (extensions != null && !isObject(extensions)) throw new Error(`"extensions" must be a JSON object`);
+  return {
+    query,
+    variables: (variables ?? undefined) as Params["variables"],
+    operationName: (operationName ?? undefined) as string | undefined,
+    extensions: (extensions ?? undefined) as Params["extensions"],
+  };
+}
+
+export function paramsFromUrl(url: URL): Params {
+  const json = (name: string) => {
+    const value = url.searchParams.get(name);
+    if (value === null) return undefined;
+    try {
+      return JSON.parse(value);
+    } catch {
+      throw new Error(`The "${name}" URL parameter is not valid JSON`);
+    }
+  };
+  const data: Record<string, unknown> = { variables: json("variables"), extensions: json("extensions") };
+  if (url.searchParams.has("query")) data.query = url.searchParams.get("query");
+  if (url.searchParams.has("operationName")) data.operationName = url.searchParams.get("operationName");
+  return checkParams(data);
+}
+
+export function paramsFromBody(body: string, contentType: string | null): Params {
+  const mediaType = (contentType ?? "").split(";")[0].trim().toLowerCase();
+  if (mediaType !== "application/json" && mediaType !== "application/graphql-response+json") {
+    throw Object.assign(new Error("Unsupported Content-Type: send the request body as application/json"), { status: 415 });
+  }
+  return paramsFromJson(body);
+}
+
+/** The GraphQL parameters of a JSON body; throws an `Error` saying what is wrong (-> 400). */
+export function paramsFromJson(body: string): Params {
+  if (!body.trim()) throw new Error(`Request body is empty: send a JSON object like {"query": "{ me { id name } }"}`);
+  let data: unknown;
+  try {
+    data = JSON.parse(body);
+  } catch (error) {
+    throw new Error(`Request body is not valid JSON (${error instanceof SyntaxError ? error.message : "parse error"})`);
+  }
+  if (!isObject(data)) throw new Error(`Request body must be a JSON object with a "query" string`);
+  return checkParams(data);
+}
+
+/** The path of a request target, or null when it is not one (`*`, an absolute URL with a bad port). */
+export function pathOf(url: string): string | null {
+  // Node gives a path, fetch runtimes a full URL; only the latter needs the URL parser.
+  if (url.startsWith("/")) return url.split("?", 1)[0];
+  try {
+    return new URL(url).pathname;
+  } catch {
+    return null;
+  }
+}
