@@ -226,7 +226,8 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
       }),
 
     deleteById: (id) =>
-      guard("delete a key", () => atomic.exclusive(`keys:${id}`, async () => {
+      // A malformed id names no key; it must not reach the lock either (it becomes a file name there).
+      guard("delete a key", async () => !isKeyId(id) ? null : atomic.exclusive(`keys:${id}`, async () => {
         const record = await live(await readRecord(id));
         if (!record) return null;
         await bumpRevision().catch(tolerateNoSpace); // before too, in case this process dies mid-way
@@ -240,6 +241,7 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
     update: (id, rawPatch) =>
       guard("update a key", () => {
         const patch = checkKeyPatch(rawPatch); // the CLI's and GraphQL's rules, whoever calls
+        if (!isKeyId(id)) throw new ServiceError("NOT_FOUND", `No API key found with id: ${id}`);
         return atomic.exclusive(`keys:${id}`, async () => {
           const record = await live(await readRecord(id));
           if (!record) throw new ServiceError("NOT_FOUND", `No API key found with id: ${id}`);

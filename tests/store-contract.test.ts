@@ -381,6 +381,7 @@ describe.each(Object.keys(backends))("key store contract on %s", (kind) => {
     const updated = await raw(created.id, { roles: "admin", hash: "planted", createdAt: "1970" });
     expect(updated).toMatchObject({ roles: ["ADMIN"], createdAt: created.createdAt });
     expect((await store.verify(created.key))?.roles).toEqual(["ADMIN"]);
+  });
 
   it("takeIf removes an entry only while it holds the expected value, and of concurrent callers exactly one wins", async () => {
     const [one, two] = [await backend.atomic(), await backend.atomic()];
