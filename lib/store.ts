@@ -25,6 +25,7 @@ import { ServiceError } from "./errors.ts";
 import { randomUUID } from "node:crypto";
 import { generateSecret, isWellFormedSecret, sha256Hex } from "./secret.ts";
 import { createLru } from "./_lru.ts";
+import { describeSystemError } from "./_system-errors.ts";
 
 /**
  * The few operations unstorage has no atomic form of. Each backend provides them with its own
@@ -162,7 +163,7 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
 
   const storeError = (what: string, error: unknown): ServiceError => {
     if (error instanceof ServiceError) return error;
-    const reason = error instanceof Error ? error.message : String(error);
+    const reason = describeSystemError(error) ?? (error instanceof Error ? error.message : String(error));
     return new ServiceError("STORE_UNAVAILABLE", `Key store unavailable while trying to ${what}: ${reason}`, {
       cause: error,
     });
