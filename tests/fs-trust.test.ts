@@ -2,10 +2,9 @@
 // refused, entries planted by another user or as symbolic links are refused (never followed, never
 // authenticated), root working on a service's store leaves it the service's, and any store path,
 // umask or read-only disk ends in bounded time with one clear line.
-import { spawn } from "node:child_process";
 import { chmodSync, cpSync, mkdirSync, readdirSync, renameSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CLI, ROOT, runCli, type RunResult, tempDir } from "./helpers/cli.ts";
 import { gql, type ServerProcess } from "./helpers/server.ts";
@@ -14,6 +13,9 @@ const isRoot = process.getuid?.() === 0;
 const NOT_ROOT = "needs root: acts as a second Unix user with setpriv (CI runs as root)";
 const NOBODY = 65534;
 const AS_NOBODY = ["setpriv", `--reuid=${NOBODY}`, `--regid=${NOBODY}`, "--clear-groups", "--"];
+
+/** Runs a command as the second user and waits for it. */
+const asNobody = (...command: string[]) => execFileSync(AS_NOBODY[0], [...AS_NOBODY.slice(1), ...command]);
 
 /** Runs the CLI through `prefix` (setpriv, sh -c with a umask): as another user or environment. */
 function runAs(prefix: string[], args: string[], timeoutMs = 20_000): Promise<RunResult> {
@@ -95,13 +97,53 @@ describe("a loose or foreign store directory", () => {
     const store = fresh();
     mkdirSync(store);
     chmodSync(store, 0o777);
-    execFileSync("setpriv", [...AS_NOBODY.slice(0, -1), "cp", "-r", join(own, "names"), join(own, "keys"), join(own, "secrets"), store]);
+    asNobody("cp", "-r", join(own, "names"), join(own, "keys"), join(own, "secrets"), store);
 
     const listed = await list(store);
     expect(listed.code).toBe(1);
     expectOneLine(listed, new RegExp(`${store}/(names|keys|secrets) belongs to uid ${NOBODY}, not to the store's owner \\(uid 0\\)`));
     expect(listed.stdout).not.toContain("evil");
     expect(statSync(store).mode & 0o777).toBe(0o700); // closed to further planting all the same
+  });
+
+  it("never tightens a directory that is not only a store: one holding other files, or a shared (sticky) one", async () => {
+    const busy = fresh();
+    mkdirSync(busy);
+    chmodSync(busy, 0o755);
+    writeFileSync(join(busy, "notes.txt"), "");
+    const shared = fresh();
+    mkdirSync(shared);
+    chmodSync(shared, 0o1777);
+    for (const [store, mode, why] of [[busy, 0o755, /holds files that are not a key store's \("notes.txt"\)/], [shared, 0o1777, /is a shared directory \(mode 1777, sticky\)/]] as const) {
+      const result = await create(store, "x");
+      expect(result.code).toBe(1);
+      expectOneLine(result, why);
+      expect(result.stderr).toContain(`chmod 700 ${store}`);
+      expect(statSync(store).mode & 0o7777).toBe(mode);
+    }
+  });
+
+  it.skipIf(!isRoot)(`refuses an entry another user slipped into an entry folder left open, naming it (${NOT_ROOT})`, async () => {
+    const store = fresh();
+    expect((await create(store, "real")).code).toBe(0);
+    chmodSync(store, 0o755); // reachable by others, and names/ open to them
+    chmodSync(join(store, "names"), 0o777);
+    asNobody("sh", "-c", `echo x > ${join(store, "names", "0".repeat(64))}`);
+    const listed = await list(store);
+    expect(listed.code).toBe(1);
+    expectOneLine(listed, new RegExp(`names/${"0".repeat(64)} belongs to uid ${NOBODY}, not to the store's owner \\(uid 0\\), and its directory was open`));
+    expect(statSync(join(store, "names")).mode & 0o777).toBe(0o700);
+  });
+
+  it("reads a FIFO in place of an entry as nothing instead of blocking forever", async () => {
+    const store = fresh();
+    expect((await create(store, "real")).code).toBe(0);
+    const [entry] = readdirSync(join(store, "names"));
+    execFileSync("rm", [join(store, "names", entry)]);
+    execFileSync("mkfifo", ["-m", "600", join(store, "names", entry)]);
+    const result = await runCli(["apikey", "--delete", "--name", "real", "--store", store], { timeoutMs: 10_000 });
+    expect(result.signal, "killed after 10 s").toBeNull();
+    expect(result.code).toBe(1);
   });
 
   it("refuses a planted symbolic link in place of an entry or an entry folder, and never follows it", async () => {
@@ -179,7 +221,7 @@ describe("any store path, umask or disk ends in bounded time with one clear line
       const result = await runCli(["apikey", ...args, "--store", "/proc/self"], { timeoutMs: 10_000 });
       expect(result.signal, "killed after 10 s").toBeNull();
       expect(result.code).toBe(1);
-      expectOneLine(result, /\/proc\/self is open to other users \(mode 0555\) and cannot be made private/);
+      expectOneLine(result, /\/proc\/self is open to other users \(mode 0555\) and holds files that are not a key store's/);
     }
     const below = await runCli(["apikey", "--create", "--name", "x", "--roles", "ADMIN", "--store", "/proc/self/keys"], { timeoutMs: 10_000 });
     expect(below.signal).toBeNull();

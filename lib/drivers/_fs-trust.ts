@@ -20,7 +20,8 @@ const { constants } = fs;
 /** Opens a directory itself, never what a symbolic link in its place points at. */
 const DIR_FLAGS = constants.O_RDONLY | (constants.O_DIRECTORY ?? 0) | (constants.O_NOFOLLOW ?? 0);
 /** Flags for reading an entry: a planted symbolic link fails with ELOOP instead of being followed. */
-export const READ_FLAGS = constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0);
+/** O_NONBLOCK: a FIFO in place of an entry reads as empty instead of blocking forever. */
+export const READ_FLAGS = constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0);
 
 export interface StoreTrust {
   /**
@@ -32,7 +33,9 @@ export interface StoreTrust {
   adopt(fd: number): void;
 }
 
-const octal = (mode: number) => (mode & 0o777).toString(8).padStart(4, "0");
+/** What the store keeps in its top directory (see store.ts); anything else means it is not only a store. */
+const STORE_FOLDERS = new Set(["keys", "names", "secrets", "meta"]);
+const octal = (mode: number) => (mode & 0o7777).toString(8).padStart(4, "0");
 const codeOf = (error: unknown) => (error as { code?: string })?.code ?? "";
 
 function refuse(message: string, code: "STORE_UNAVAILABLE" | "USAGE" = "STORE_UNAVAILABLE"): never {
@@ -82,6 +85,20 @@ export function createStoreTrust(base: string): StoreTrust {
   const notYours = (path: string, uid: number): never =>
     refuse(`${path} belongs to uid ${uid}, not to you (uid ${euid}). Run the command as the store's owner, or use a store of your own (--store).`);
 
+  /**
+   * Refuses to tighten a directory that is not only a store: `--store /etc` or `--store /dev/shm` as
+   * root must not make a system directory private. A directory shared on purpose (sticky, like /tmp)
+   * is never one; one that is empty or holds only store folders is tightened.
+   */
+  const notAStore = (path: string, mode: number) => {
+    const fix = `Use a directory of its own for --store, or make this one private: chmod 700 ${path}`;
+    if (mode & 0o1000) refuse(`${path} is a shared directory (mode ${octal(mode)}, sticky), so it is left as it is. ${fix}`);
+    const foreign = fs.readdirSync(path).filter((name) => !STORE_FOLDERS.has(name) && !name.endsWith(".tmp"));
+    if (foreign.length === 0) return;
+    const shown = foreign.slice(0, 3).map((name) => JSON.stringify(name)).join(", ");
+    refuse(`${path} is open to other users (mode ${octal(mode)}) and holds files that are not a key store's (${shown}${foreign.length > 3 ? ", ..." : ""}), so it is left as it is. ${fix}`);
+  };
+
   /** Checks entries that others could have planted while `dir` was open to them. */
   const checkEntries = (dir: string) => {
     for (const name of fs.readdirSync(dir)) {
@@ -113,6 +130,7 @@ export function createStoreTrust(base: string): StoreTrust {
     }
     const mode = stat.mode & 0o777;
     if (mode !== 0o700) {
+      if (path === base && mode & 0o077) notAStore(path, stat.mode);
       try {
         fs.fchmodSync(fd, 0o700);
       } catch (error) {
