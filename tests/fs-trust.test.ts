@@ -249,7 +249,8 @@ describe("any store path, umask or disk ends in bounded time with one clear line
     expect(made.code, made.stderr).toBe(0);
     expect((await sh(["apikey", "--list", "--store", store])).stdout).toContain("masked");
     expect((await sh(["apikey", "--delete", "--name", "masked", "--store", store])).code).toBe(0);
-    for (const entry of walk(store)) if (entry.dir) expect(entry.mode, entry.path).toBe(0o700);
+    expect((await sh(["apikey", "--create", "--name", "kept", "--roles", "ADMIN", "--store", store])).code).toBe(0);
+    for (const entry of walk(store)) expect(entry.mode, entry.path).toBe(entry.dir ? 0o700 : 0o600);
   });
 
   describe.skipIf(!isRoot)(`a read-only store (${NOT_ROOT})`, () => {

@@ -29,7 +29,10 @@ export interface StoreTrust {
    * and every level between it and the store's directory can be trusted. False when it is missing.
    */
   directory(dir: string, create: boolean): boolean;
-  /** Gives a file this process just created to the store's owner, when acting for another user. */
+  /**
+   * Makes a file this process just created the store's: 0600 whatever the umask, and the store owner's
+   * when root acts for another user. Costs nothing in the common case (an ordinary umask, one's own store).
+   */
   adopt(fd: number): void;
 }
 
@@ -46,6 +49,12 @@ function refuse(message: string, code: "STORE_UNAVAILABLE" | "USAGE" = "STORE_UN
 export function createStoreTrust(base: string): StoreTrust {
   const euid = process.geteuid?.() ?? -1; // -1: no Unix users (Windows), nothing to compare
   const trusted = new Set<string>();
+  let masksOwner = false; // a umask such as 0277 that would leave new files 0400
+  try {
+    masksOwner = (process.umask() & 0o600) !== 0;
+  } catch {
+    // a runtime without umask: files keep the mode open() gave them
+  }
   let owner = -1;
   let group = -1;
 
@@ -206,6 +215,7 @@ export function createStoreTrust(base: string): StoreTrust {
   return {
     directory,
     adopt(fd) {
+      if (masksOwner) fs.fchmodSync(fd, 0o600);
       if (euid === 0 && owner > 0) fs.fchownSync(fd, owner, group);
     },
   };
