@@ -23,5 +23,13 @@ export function describeSystemError(error: unknown): string | undefined {
   const { code, syscall, path } = (error ?? {}) as { code?: unknown; syscall?: unknown; path?: unknown };
   if (typeof code !== "string" || typeof path !== "string" || !/^E[A-Z]+$/.test(code)) return undefined;
   const fix = FIXES[code] ?? `${code}. Check the store's directory and its disk`;
-  return `cannot ${typeof syscall === "string" ? syscall : "use"} ${path}: ${fix}`;
+  return printable(`cannot ${typeof syscall === "string" ? syscall : "use"} ${path}: ${fix}`);
+}
+
+/**
+ * A message with control, invisible and line-separator characters escaped (a path may hold a newline or
+ * a terminal escape): it stays one line and cannot rewrite the terminal.
+ */
+export function printable(message: string): string {
+  return message.replace(/[\p{C}\p{Zl}\p{Zp}]/gu, (c) => `\\u{${c.codePointAt(0)!.toString(16)}}`);
 }

@@ -229,8 +229,8 @@ describe("any store path, umask or disk ends in bounded time with one clear line
     expectOneLine(below, /cannot mkdir \/proc\/self\/keys/);
   });
 
-  it("refuses a --store that is a file with exit 2 and one line", async () => {
-    const file = join(tmp.dir, `file-${++count}`);
+  it("refuses a --store that is a file with exit 2 and one line, even when its name holds a newline", async () => {
+    const file = join(tmp.dir, `file-${++count}\nsecond line`);
     writeFileSync(file, "");
     for (const store of [file, join(file, "keys")]) {
       const result = await create(store, "x");

@@ -14,7 +14,7 @@
 import * as fs from "node:fs";
 import { dirname, join } from "node:path";
 import { ServiceError } from "../errors.ts";
-import { describeSystemError } from "../_system-errors.ts";
+import { describeSystemError, printable } from "../_system-errors.ts";
 
 const { constants } = fs;
 /** Opens a directory itself, never what a symbolic link in its place points at. */
@@ -42,7 +42,7 @@ const octal = (mode: number) => (mode & 0o7777).toString(8).padStart(4, "0");
 const codeOf = (error: unknown) => (error as { code?: string })?.code ?? "";
 
 function refuse(message: string, code: "STORE_UNAVAILABLE" | "USAGE" = "STORE_UNAVAILABLE"): never {
-  throw new ServiceError(code, code === "USAGE" ? message : `Key store unavailable: ${message}`);
+  throw new ServiceError(code, printable(code === "USAGE" ? message : `Key store unavailable: ${message}`));
 }
 
 /** Checks the directories of the store at `base` (an absolute path). */
@@ -225,6 +225,6 @@ export function createStoreTrust(base: string): StoreTrust {
 export function plantedLink(path: string): ServiceError {
   return new ServiceError(
     "STORE_UNAVAILABLE",
-    `Key store unavailable: ${path} is a symbolic link, which the store never makes: someone else may have planted it. Remove it.`,
+    printable(`Key store unavailable: ${path} is a symbolic link, which the store never makes: someone else may have planted it. Remove it.`),
   );
 }
