@@ -10,7 +10,7 @@ const FIXES: Record<string, string> = {
   EDQUOT: "the disk quota is exhausted. Free some space and retry",
   ENOTDIR: "a part of the path is not a directory. Choose another --store",
   EISDIR: "a directory is in the way. Remove it, or choose another --store",
-  ELOOP: "a symbolic link, which the store never makes, is in the way. Remove it",
+  ELOOP: "a loop of symbolic links, or a link the store never follows, is in the way. Remove it",
   ENAMETOOLONG: "the path is too long. Choose a shorter --store",
   EMFILE: "too many open files. Raise the limit (ulimit -n) and retry",
   ENFILE: "too many open files on this system. Retry later",

@@ -237,6 +237,15 @@ describe("any store path, umask or disk ends in bounded time with one clear line
       expect(result.code).toBe(2);
       expectOneLine(result, /^Error: Store path .* is not a directory\. Choose a directory for --store\./);
     }
+    // A loop of symbolic links, and a path too long for the system: bad usage too, not a hang or a trace.
+    const loop = join(tmp.dir, `loop-${++count}`);
+    symlinkSync(`${loop}-b`, loop);
+    symlinkSync(loop, `${loop}-b`);
+    for (const store of [loop, join(loop, "keys"), join(tmp.dir, "a/".repeat(3000))]) {
+      const result = await create(store, "x");
+      expect(result.code, store.slice(0, 80)).toBe(2);
+      expectOneLine(result, /^Error: Invalid --store: cannot \w+ \//);
+    }
   });
 
   it.skipIf(!isRoot)(`works under umask 0277 for a user without root's overrides (${NOT_ROOT})`, async () => {

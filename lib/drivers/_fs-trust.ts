@@ -36,6 +36,8 @@ export interface StoreTrust {
   adopt(fd: number): void;
 }
 
+/** Errors on the store's own path (or above it) that mean the path cannot be a directory. */
+const BAD_PATH = new Set(["ENOTDIR", "ENAMETOOLONG", "ELOOP"]);
 /** What the store keeps in its top directory (see store.ts); anything else means it is not only a store. */
 const STORE_FOLDERS = new Set(["keys", "names", "secrets", "meta"]);
 const octal = (mode: number) => (mode & 0o7777).toString(8).padStart(4, "0");
@@ -76,7 +78,7 @@ export function createStoreTrust(base: string): StoreTrust {
         if (stat && euid !== -1 && stat.uid !== euid) notYours(path, stat.uid);
       }
       if (isBase && code === "ENOTDIR") refuse(`Store path ${path} is not a directory. Choose a directory for --store.`, "USAGE");
-      if (code === "ELOOP" || code === "ENOTDIR") {
+      if (!isBase && (code === "ELOOP" || code === "ENOTDIR")) {
         refuse(`${path} is not a directory but a symbolic link or file the store never makes: someone else may have planted it. Remove it.`);
       }
       throw error;
@@ -187,7 +189,10 @@ export function createStoreTrust(base: string): StoreTrust {
     } catch (error) {
       if (error instanceof ServiceError) throw error;
       const reason = describeSystemError(error);
-      if (reason) refuse(reason);
+      // A --store that cannot name a directory at all is bad usage (exit 2), not an unavailable store.
+      const { path } = error as { path?: string };
+      const bad = BAD_PATH.has(codeOf(error)) && typeof path === "string" && !path.startsWith(`${base}/`);
+      if (reason) refuse(bad ? `Invalid --store: ${reason}` : reason, bad ? "USAGE" : "STORE_UNAVAILABLE");
       throw error;
     }
   };
