@@ -19,8 +19,10 @@ import { describeSystemError, printable } from "../_system-errors.ts";
 const { constants } = fs;
 /** Opens a directory itself, never what a symbolic link in its place points at. */
 const DIR_FLAGS = constants.O_RDONLY | (constants.O_DIRECTORY ?? 0) | (constants.O_NOFOLLOW ?? 0);
-/** Flags for reading an entry: a planted symbolic link fails with ELOOP instead of being followed. */
-/** O_NONBLOCK: a FIFO in place of an entry reads as empty instead of blocking forever. */
+/**
+ * Flags for reading an entry: a planted symbolic link fails with ELOOP instead of being followed, and
+ * (O_NONBLOCK) a FIFO in its place reads as empty instead of blocking forever.
+ */
 export const READ_FLAGS = constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0);
 
 export interface StoreTrust {
