@@ -70,6 +70,7 @@ export async function openKeyStore(
   if (spec.kind === "memory") return createKeyStore({ debug });
   if (spec.kind === "fs") {
     const driver = fsDriver({ base: spec.dir, blocking: options.oneShot });
+    driver.check(); // a bad, foreign or loose directory is reported before any work, and a server never starts on one
     return createKeyStore({ storage: createStorage({ driver }), atomic: driver.atomic, debug });
   }
   const { openRedisBackend } = await import("./drivers/redis.ts");

@@ -49,6 +49,7 @@ import { generateSecret, isWellFormedSecret, sha256Hex } from "./secret.ts";
 import { createLru } from "./_lru.ts";
 import { checkKeyInput, checkKeyPatch, lookupName } from "./_store-input.ts";
 import { isKeyId } from "./input.ts";
+import { describeSystemError } from "./_system-errors.ts";
 
 export { type AtomicIndex, createLocalAtomicIndex } from "./_atomic.ts";
 import { type AtomicIndex, createLocalAtomicIndex } from "./_atomic.ts";
@@ -143,7 +144,7 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
 
   const storeError = (what: string, error: unknown): ServiceError => {
     if (error instanceof ServiceError) return error;
-    const reason = error instanceof Error ? error.message : String(error);
+    const reason = describeSystemError(error) ?? (error instanceof Error ? error.message : String(error));
     return new ServiceError("STORE_UNAVAILABLE", `Key store unavailable while trying to ${what}: ${reason}`, {
       cause: error,
     });

@@ -35,7 +35,7 @@ export function createRevisionFiles({ files, pathOf, durable, create }: Revision
       const token = randomUUID();
       let fd;
       try {
-        fd = await files.open(path, constants.O_WRONLY);
+        fd = await files.open(path, constants.O_WRONLY | constants.O_NOFOLLOW); // never through a planted link
       } catch (error) {
         if (!isCode(error, "ENOENT")) throw error;
         return create(path, token);
@@ -65,7 +65,7 @@ export function createRevisionFiles({ files, pathOf, durable, create }: Revision
       const path = held?.path ?? pathOf(key);
       let fd;
       try {
-        fd = openSync(path, constants.O_RDONLY);
+        fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
       } catch (error) {
         if (isCode(error, "ENOENT", "ENOTDIR")) return "";
         throw error;

@@ -6,6 +6,7 @@
  * between processes, and a per-entry lock file for the read-then-change ones (swap, take, takeIf).
  * The one exception to write-and-rename is the revision token (`bump`), rewritten in place so that a
  * revocation needs no free space. unstorage's own fs drivers write in place, which is why this one exists.
+ * Which directories it trusts, and whose they are, is decided in `_fs-trust.ts`.
  */
 import { randomUUID } from "node:crypto";
 import * as fs from "node:fs";
@@ -14,6 +15,7 @@ import { dirname, join, resolve } from "node:path";
 import { defineDriver, type Driver } from "unstorage";
 import type { AtomicIndex } from "../store.ts";
 import { createRevisionFiles } from "./_fs-revision.ts";
+import { createStoreTrust, plantedLink, READ_FLAGS } from "./_fs-trust.ts";
 
 const TMP = ".tmp";
 
@@ -23,7 +25,6 @@ export interface FileOps {
   close(fd: number): Promise<void>;
   fsync(fd: number): Promise<void>;
   writeFile(fd: number, data: string, encoding: "utf8"): Promise<void>;
-  mkdir(path: string, options: { recursive: true; mode: number }): Promise<unknown>;
   rename(from: string, to: string): Promise<void>;
   rm(path: string, options: { recursive: true; force: true }): Promise<void>;
   unlink(path: string): Promise<void>;
@@ -41,7 +42,6 @@ const threadPoolOps: FileOps = {
   close: promisify(fs.close),
   fsync: promisify(fs.fsync),
   writeFile: promisify(fs.writeFile),
-  mkdir: promisify(fs.mkdir),
   rename: promisify(fs.rename),
   rm: promisify(fs.rm),
   unlink: promisify(fs.unlink),
@@ -60,7 +60,6 @@ const blockingOps: FileOps = {
   close: async (fd) => fs.closeSync(fd),
   fsync: async (fd) => fs.fsyncSync(fd),
   writeFile: async (fd, data, encoding) => fs.writeFileSync(fd, data, encoding),
-  mkdir: async (path, options) => fs.mkdirSync(path, options),
   rename: async (from, to) => fs.renameSync(from, to),
   rm: async (path, options) => fs.rmSync(path, options),
   unlink: async (path) => fs.unlinkSync(path),
@@ -72,7 +71,10 @@ const blockingOps: FileOps = {
 const { constants, readFileSync } = fs;
 
 export interface FsDriverOptions {
-  /** Directory holding the store; created with mode 0700 when missing. */
+  /**
+   * Directory holding the store; created with mode 0700 when missing. Its owner owns the store: see
+   * `_fs-trust.ts` for what is tightened, adopted or refused.
+   */
   base: string;
   /**
    * fsync files and directories before a write counts as done (default true). Only bulk loads that
@@ -101,10 +103,15 @@ function isCode(error: unknown, ...codes: string[]): boolean {
 }
 
 /** The driver plus the atomic index operations over the same directory. */
-export type FsDriver = Driver & { atomic: AtomicIndex };
+export type FsDriver = Driver & {
+  atomic: AtomicIndex;
+  /** Checks the store's directory now (when it exists), so that a bad one is reported before any work. */
+  check(): void;
+};
 
 export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((options: FsDriverOptions) => {
   const base = resolve(options.base);
+  const trust = createStoreTrust(base);
 
   const pathOf = (key: string): string => {
     const segments = key.split(":").filter(Boolean);
@@ -134,11 +141,12 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
 
   /** Writes `value` durably to a fresh temporary file beside `path` and returns its name. */
   const writeTemp = async (path: string, value: string): Promise<string> => {
-    await files.mkdir(dirname(path), { recursive: true, mode: 0o700 });
+    trust.directory(dirname(path), true);
     const tmp = `${path}.${randomUUID()}${TMP}`;
     const fd = await files.open(tmp, "wx", 0o600);
     try {
       try {
+        trust.adopt(fd);
         await files.writeFile(fd, value, "utf8");
         if (durable) await files.fsync(fd);
       } finally {
@@ -153,11 +161,16 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
 
   // Entries are a few hundred bytes on a local disk: one blocking read costs microseconds, where the
   // promise API makes four trips through the thread pool (open, stat, read, close) per entry.
+  // O_NOFOLLOW: an entry that is a symbolic link (never made by the store) is refused, not followed.
+  // (Node takes numeric flags here, and keeps its one-call fast path for utf8; the types say string.)
+  const readOptions = { encoding: "utf8" as const, flag: READ_FLAGS as unknown as string };
   const read = async (path: string): Promise<string | null> => {
     try {
-      return readFileSync(path, "utf8");
+      if (!trust.directory(dirname(path), false)) return null;
+      return readFileSync(path, readOptions);
     } catch (error) {
       if (isCode(error, "ENOENT", "ENOTDIR")) return null;
+      if (isCode(error, "ELOOP")) throw plantedLink(path);
       throw error;
     }
   };
@@ -187,6 +200,7 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
   const walk = async (dir: string, prefix: string, out: string[]) => {
     let entries;
     try {
+      if (!trust.directory(dir, false)) return;
       entries = await files.readdir(dir, { withFileTypes: true });
     } catch (error) {
       if (isCode(error, "ENOENT", "ENOTDIR")) return;
@@ -316,6 +330,7 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
     async hasAny(prefix) {
       let dir;
       try {
+        if (!trust.directory(pathOf(prefix), false)) return false;
         dir = await files.opendir(pathOf(prefix));
       } catch (error) {
         if (isCode(error, "ENOENT", "ENOTDIR")) return false;
@@ -334,6 +349,7 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
     name: "service-api-fs",
     options,
     atomic,
+    check: () => void trust.directory(base, false),
     hasItem: async (key) => (await read(pathOf(key))) !== null,
     getItem: (key) => read(pathOf(key)),
     setItem: (key, value) => write(pathOf(key), value),
