@@ -5,12 +5,12 @@
  */
 import { writeSync } from "node:fs";
 import { cac } from "cac";
-import { type ApikeyFlags, type KeyBackend, runApikey, undeliveredCreate } from "./lib/apikey.ts";
-import { openKeyStore, parseStoreSpec } from "./lib/config.ts";
-import { ServiceError } from "./lib/errors.ts";
-import { formatError, type Output } from "./lib/format.ts";
-import { createDebug, resolveLogLevel } from "./lib/log.ts";
-import { VERSION } from "./lib/version.ts";
+import { type ApikeyFlags, type KeyBackend, runApikey, undeliveredCreate } from "./lib/cli/commands/apikey.ts";
+import { openKeyStore, parseStoreSpec } from "./lib/store/config.ts";
+import { isServiceError, ServiceError } from "./lib/core/errors.ts";
+import { formatError, type Output } from "./lib/cli/format.ts";
+import { createDebug, resolveLogLevel } from "./lib/core/log.ts";
+import { VERSION } from "./lib/core/version.ts";
 
 // `process` is the global (Node, Deno 2) rather than an import of `node:process`: that import builds an
 // ES module facade which reads every property of process, stdin and stdout included, and costs a
@@ -67,7 +67,7 @@ async function main(argv: string[]): Promise<Output> {
         if (options.url && options.store) throw new ServiceError("USAGE", "Use --url or --store, not both");
         const url = options.url ?? (options.store ? undefined : process.env.SERVICE_API_URL?.trim() || undefined);
         if (url) {
-          const { openRemoteBackend } = await import("./lib/remote.ts");
+          const { openRemoteBackend } = await import("./lib/client/remote.ts");
           const remote = openRemoteBackend(url, process.env);
           return await deliver(await runApikey(options, remote, terminal), remote);
         }
@@ -87,7 +87,7 @@ async function main(argv: string[]): Promise<Output> {
     .example("service-api serve --port 3001")
     .action((options: { host?: string; port?: string | number; store?: string }) => {
       action = async () => {
-        const { runServe } = await import("./lib/serve.ts");
+        const { runServe } = await import("./lib/cli/commands/serve.ts");
         return await runServe(options, { log: (line) => process.stderr.write(line + "\n"), debug });
       };
     });
@@ -160,7 +160,7 @@ async function run(argv: string[]): Promise<void> {
       ? new ServiceError("USAGE", `${error.message}. Run 'service-api --help'.`)
       : error;
     output = formatError(usage, asJson);
-    if (!(usage instanceof ServiceError) && ["debug", "trace"].includes(resolveLogLevel(process.env.LOG_LEVEL).level)) {
+    if (!isServiceError(usage) && ["debug", "trace"].includes(resolveLogLevel(process.env.LOG_LEVEL).level)) {
       writeOut(2, `${(error as Error)?.stack ?? error}\n`);
     }
   }

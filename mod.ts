@@ -6,9 +6,9 @@
  * const store = createKeyStore();
  * const { key } = await store.create(parseCreateInput({ name: "ci", roles: "ADMIN" }));
  */
-export { ACTIONS, RESOURCES, ROLE_DESCRIPTIONS, ROLES } from "./lib/model.ts";
-export type { ApiKeyInfo, AuthAction, CreatedKey, CreateKeyInput, Permission, Resource, Role, StoredKey } from "./lib/model.ts";
-export { ERROR_CODES, type ErrorCode, ServiceError } from "./lib/errors.ts";
+export { ACTIONS, RESOURCES, ROLE_DESCRIPTIONS, ROLES } from "./lib/core/model.ts";
+export type { ApiKeyInfo, AuthAction, CreatedKey, CreateKeyInput, Permission, Resource, Role, StoredKey } from "./lib/core/model.ts";
+export { ERROR_CODES, type ErrorCode, isServiceError, ServiceError } from "./lib/core/errors.ts";
 export {
   CreateKeySchema,
   DescriptionSchema,
@@ -19,14 +19,14 @@ export {
   permissionPairs,
   PermissionsSchema,
   RolesSchema,
-} from "./lib/input.ts";
-export { generateSecret, isWellFormedSecret, redactSecrets, SECRET_PREFIX, sha256Hex } from "./lib/secret.ts";
-export { type AtomicIndex, createKeyStore, createLocalAtomicIndex, type KeyStore, type KeyStoreOptions } from "./lib/store.ts";
-export { defaultStoreDir, describeStore, openKeyStore, parseStoreSpec, type StoreSpec } from "./lib/config.ts";
-export { fsDriver, type FsDriverOptions } from "./lib/drivers/fs.ts";
-export { formatCreated, formatDeleted, formatError, formatList, formatNothingDeleted, type Output } from "./lib/format.ts";
-export { type ApikeyContext, type ApikeyFlags, type KeyBackend, runApikey, type TerminalState } from "./lib/apikey.ts";
-export { can, canGrant, effectivePairs, effectivePermissions, escalation, type Grants, ROLE_PERMISSIONS } from "./lib/policy.ts";
+} from "./lib/core/input.ts";
+export { generateSecret, isWellFormedSecret, redactSecrets, SECRET_PREFIX, sha256Hex } from "./lib/core/secret.ts";
+export { type AtomicIndex, createKeyStore, createLocalAtomicIndex, type KeyStore, type KeyStoreOptions } from "./lib/store/key-store.ts";
+export { defaultStoreDir, describeStore, openKeyStore, parseStoreSpec, type StoreSpec } from "./lib/store/config.ts";
+export { fsDriver, type FsDriverOptions } from "./lib/store/drivers/fs.ts";
+export { formatCreated, formatDeleted, formatError, formatList, formatNothingDeleted, type Output } from "./lib/cli/format.ts";
+export { type ApikeyContext, type ApikeyFlags, type KeyBackend, runApikey, type TerminalState } from "./lib/cli/commands/apikey.ts";
+export { can, canGrant, effectivePairs, effectivePermissions, escalation, type Grants, ROLE_PERMISSIONS } from "./lib/core/policy.ts";
 export {
   createSchema,
   DOCUMENT_LIMITS,
@@ -34,7 +34,7 @@ export {
   type GraphQLContext,
   parseDocument,
   validateDocument,
-} from "./lib/graphql.ts";
+} from "./lib/graphql/schema.ts";
 export {
   createHandler,
   type FetchHandler,
@@ -43,8 +43,8 @@ export {
   type RunningServer,
   serve,
   type ServeOptions,
-} from "./lib/server.ts";
-export { type Client, ClientError, type ClientOptions, createClient, type GraphQLErrorInfo } from "./lib/client.ts";
-export { createRemoteBackend, openRemoteBackend, type RemoteBackendOptions } from "./lib/remote.ts";
-export { createDebug, createLogger } from "./lib/log.ts";
-export { VERSION } from "./lib/version.ts";
+} from "./lib/http/handler.ts";
+export { type Client, ClientError, type ClientOptions, createClient, type GraphQLErrorInfo } from "./lib/client/client.ts";
+export { createRemoteBackend, openRemoteBackend, type RemoteBackendOptions } from "./lib/client/remote.ts";
+export { createDebug, createLogger } from "./lib/core/log.ts";
+export { VERSION } from "./lib/core/version.ts";

@@ -25,10 +25,10 @@ import { build } from "esbuild";
 const ROOT = resolve(import.meta.dirname, "..");
 /** Each module the start-up path imports dynamically, and its file under dist/lazy/. */
 const LAZY = {
-  "lib/serve.ts": "serve",
-  "lib/remote.ts": "remote",
-  "lib/prompts.ts": "prompts",
-  "lib/drivers/redis.ts": "redis",
+  "lib/cli/commands/serve.ts": "serve",
+  "lib/client/remote.ts": "remote",
+  "lib/cli/prompts.ts": "prompts",
+  "lib/store/drivers/redis.ts": "redis",
   "consola/basic": "consola-basic",
 };
 

@@ -4,7 +4,7 @@ import { spawn } from "node:child_process";
 import { closeSync, openSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { openKeyStore, parseStoreSpec } from "../lib/config.ts";
+import { openKeyStore, parseStoreSpec } from "../lib/store/config.ts";
 import { CLI, runCli, tempDir } from "./helpers/cli.ts";
 import { startServer } from "./helpers/server.ts";
 

@@ -7,8 +7,8 @@ import { spawn } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { openKeyStore, parseStoreSpec } from "../lib/config.ts";
-import type { KeyStore } from "../lib/store.ts";
+import { openKeyStore, parseStoreSpec } from "../lib/store/config.ts";
+import type { KeyStore } from "../lib/store/key-store.ts";
 import { CLI, runCli, tempDir } from "./helpers/cli.ts";
 
 const BUDGET_MS = 15_000;

@@ -1,9 +1,9 @@
 // The schema and its authorization, through the real fetch handler over an in-memory store.
 import { beforeEach, describe, expect, it } from "vitest";
-import { ACTIONS, type Permission, RESOURCES, ROLES, type Role } from "../lib/model.ts";
-import { createKeyStore, type KeyStore } from "../lib/store.ts";
-import { createHandler } from "../lib/server.ts";
-import { dependsOnKeyOnly, DOCUMENT_LIMITS, FIELD_PERMISSIONS, parseDocument } from "../lib/graphql.ts";
+import { ACTIONS, type Permission, RESOURCES, ROLES, type Role } from "../lib/core/model.ts";
+import { createKeyStore, type KeyStore } from "../lib/store/key-store.ts";
+import { createHandler } from "../lib/http/handler.ts";
+import { dependsOnKeyOnly, DOCUMENT_LIMITS, FIELD_PERMISSIONS, parseDocument } from "../lib/graphql/schema.ts";
 import { getOperationAST } from "graphql";
 
 let store: KeyStore;

@@ -1,9 +1,9 @@
 // Issue 11, item 18: names that are invisible or could pass for another key's name are refused on
 // create and rename; lookups keep the older rule so keys named before still can be deleted.
 import { afterAll, describe, expect, it } from "vitest";
-import { LookupNameSchema, NameSchema, parseInput } from "../lib/input.ts";
-import { ServiceError } from "../lib/errors.ts";
-import { createKeyStore } from "../lib/store.ts";
+import { LookupNameSchema, NameSchema, parseInput } from "../lib/core/input.ts";
+import { ServiceError } from "../lib/core/errors.ts";
+import { createKeyStore } from "../lib/store/key-store.ts";
 import { cliWithStore } from "./helpers/cli.ts";
 
 const problem = (name: string): string | null => {

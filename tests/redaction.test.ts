@@ -3,8 +3,8 @@
 // against an unreachable Redis and a reachable one that requires a password.
 import Redis from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { describeStore, parseStoreSpec } from "../lib/config.ts";
-import { redactRedisUrl } from "../lib/drivers/redis.ts";
+import { describeStore, parseStoreSpec } from "../lib/store/config.ts";
+import { redactRedisUrl } from "../lib/store/drivers/redis.ts";
 import { runCli } from "./helpers/cli.ts";
 import { freePort, type RedisServer, startRedis } from "./helpers/redis.ts";
 

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RunResult, runCli, tempDir } from "./helpers/cli.ts";
 import { gql, type ServerProcess, startServer } from "./helpers/server.ts";
-import { ClientError, createClient } from "../lib/client.ts";
+import { ClientError, createClient } from "../lib/client/client.ts";
 
 const tmp = tempDir();
 const served = join(tmp.dir, "served");

@@ -4,8 +4,8 @@ import { execFileSync } from "node:child_process";
 import { mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { openKeyStore, parseStoreSpec } from "../lib/config.ts";
-import type { KeyStore } from "../lib/store.ts";
+import { openKeyStore, parseStoreSpec } from "../lib/store/config.ts";
+import type { KeyStore } from "../lib/store/key-store.ts";
 import { runCli, tempDir } from "./helpers/cli.ts";
 
 const isRoot = process.getuid?.() === 0;

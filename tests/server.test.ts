@@ -5,11 +5,11 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli, tempDir } from "./helpers/cli.ts";
 import { gql, type ServerProcess, startServer } from "./helpers/server.ts";
-import { createKeyStore, type KeyStore } from "../lib/store.ts";
-import { createHandler, MAX_BODY_BYTES } from "../lib/server.ts";
-import { ServiceError } from "../lib/errors.ts";
-import { generateSecret } from "../lib/secret.ts";
-import { openKeyStore } from "../lib/config.ts";
+import { createKeyStore, type KeyStore } from "../lib/store/key-store.ts";
+import { createHandler, MAX_BODY_BYTES } from "../lib/http/handler.ts";
+import { ServiceError } from "../lib/core/errors.ts";
+import { generateSecret } from "../lib/core/secret.ts";
+import { openKeyStore } from "../lib/store/config.ts";
 
 const tmp = tempDir();
 const store = join(tmp.dir, "keys");

@@ -11,11 +11,11 @@ import process from "node:process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CLI, ROOT, runCli, tempDir } from "./helpers/cli.ts";
 import { gql, type ServerProcess, startServer } from "./helpers/server.ts";
-import { openKeyStore } from "../lib/config.ts";
-import { createKeyStore } from "../lib/store.ts";
-import { createHandler, serve } from "../lib/server.ts";
-import { generateSecret } from "../lib/secret.ts";
-import { describeStoreError } from "../lib/_outage.ts";
+import { openKeyStore } from "../lib/store/config.ts";
+import { createKeyStore } from "../lib/store/key-store.ts";
+import { createHandler, serve } from "../lib/http/handler.ts";
+import { generateSecret } from "../lib/core/secret.ts";
+import { describeStoreError } from "../lib/http/outage.ts";
 import { startRedis } from "./helpers/redis.ts";
 
 const isRoot = process.getuid?.() === 0;

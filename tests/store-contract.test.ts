@@ -6,12 +6,12 @@ import { join } from "node:path";
 import Redis from "ioredis";
 import { createStorage, type Storage } from "unstorage";
 import { afterAll, beforeAll, beforeEach, afterEach, describe, expect, it } from "vitest";
-import { fsDriver } from "../lib/drivers/fs.ts";
-import { openRedisBackend } from "../lib/drivers/redis.ts";
-import { ServiceError } from "../lib/errors.ts";
-import type { CreateKeyInput } from "../lib/model.ts";
-import { generateSecret, sha256Hex } from "../lib/secret.ts";
-import { type AtomicIndex, createKeyStore, createLocalAtomicIndex, type KeyStore } from "../lib/store.ts";
+import { fsDriver } from "../lib/store/drivers/fs.ts";
+import { openRedisBackend } from "../lib/store/drivers/redis.ts";
+import { ServiceError } from "../lib/core/errors.ts";
+import type { CreateKeyInput } from "../lib/core/model.ts";
+import { generateSecret, sha256Hex } from "../lib/core/secret.ts";
+import { type AtomicIndex, createKeyStore, createLocalAtomicIndex, type KeyStore } from "../lib/store/key-store.ts";
 import { tempDir } from "./helpers/cli.ts";
 import { type RedisServer, startRedis } from "./helpers/redis.ts";
 

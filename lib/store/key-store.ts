@@ -42,17 +42,17 @@
  * create or overwrite that finds room at that very moment is not serialized against them.
  */
 import { createStorage, type Storage } from "unstorage";
-import type { ApiKeyInfo, CreatedKey, CreateKeyInput, StoredKey } from "./model.ts";
-import { ServiceError } from "./errors.ts";
+import type { ApiKeyInfo, CreatedKey, CreateKeyInput, StoredKey } from "../core/model.ts";
+import { isServiceError, ServiceError } from "../core/errors.ts";
 import { randomUUID } from "node:crypto";
-import { generateSecret, isWellFormedSecret, sha256Hex } from "./secret.ts";
-import { createLru } from "./_lru.ts";
-import { checkKeyInput, checkKeyPatch, lookupName } from "./_store-input.ts";
-import { isKeyId } from "./input.ts";
+import { generateSecret, isWellFormedSecret, sha256Hex } from "../core/secret.ts";
+import { createLru } from "../core/_lru.ts";
+import { checkKeyInput, checkKeyPatch, lookupName } from "./_input.ts";
+import { isKeyId } from "../core/input.ts";
 import { describeSystemError } from "./_system-errors.ts";
 
-export { type AtomicIndex, createLocalAtomicIndex } from "./_atomic.ts";
-import { type AtomicIndex, createLocalAtomicIndex } from "./_atomic.ts";
+export { type AtomicIndex, createLocalAtomicIndex } from "./atomic.ts";
+import { type AtomicIndex, createLocalAtomicIndex } from "./atomic.ts";
 
 export interface KeyStoreOptions {
   /** Where keys live; defaults to an in-memory storage. */
@@ -93,6 +93,9 @@ export interface KeyStore {
   verify(secret: string): Promise<ApiKeyInfo | null>;
   close(): Promise<void>;
 }
+
+/** What the command needs of a store: the local store and the remote (GraphQL) one both provide it. */
+export type KeyBackend = Pick<KeyStore, "create" | "deleteByName" | "deleteById" | "list" | "isEmpty" | "getByName">;
 
 /** A revocation's first bump may fail on a full disk; the removal frees space and the bump after it must work. */
 const tolerateNoSpace = (error: unknown) => {
@@ -143,7 +146,7 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
   };
 
   const storeError = (what: string, error: unknown): ServiceError => {
-    if (error instanceof ServiceError) return error;
+    if (isServiceError(error)) return error;
     const reason = describeSystemError(error) ?? (error instanceof Error ? error.message : String(error));
     return new ServiceError("STORE_UNAVAILABLE", `Key store unavailable while trying to ${what}: ${reason}`, {
       cause: error,

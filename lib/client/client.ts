@@ -6,7 +6,7 @@
  */
 import { FetchError, ofetch } from "ofetch";
 import * as v from "valibot";
-import { ERROR_CODES, type ErrorCode, ServiceError } from "./errors.ts";
+import { ERROR_CODES, type ErrorCode, ServiceError } from "../core/errors.ts";
 import { GraphQLEnvelope, readBounded, RESPONSE_LIMIT_BYTES, shapeProblem, untrustedText } from "./_untrusted.ts";
 
 /** One error of a GraphQL response. */

@@ -6,9 +6,9 @@
  */
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { Socket } from "node:net";
-import { ServiceError } from "./errors.ts";
-import { ClientGone } from "./_limits.ts";
-import type { ServiceHandler, ServiceRequest } from "./server.ts";
+import { ServiceError } from "../core/errors.ts";
+import { ClientGone } from "../graphql/limits.ts";
+import type { ServiceHandler, ServiceRequest } from "./types.ts";
 
 export interface NodeListenOptions {
   host: string;

@@ -2,9 +2,9 @@
  * Every result and error of the `apikey` command as plain text or JSON. Functions here only build
  * strings; the CLI decides where they go (stdout for data, stderr for people).
  */
-import { type ApiKeyInfo, type CreatedKey, permissionPairs } from "./model.ts";
-import { ServiceError } from "./errors.ts";
-import { redactSecrets } from "./secret.ts";
+import { type ApiKeyInfo, type CreatedKey, permissionPairs } from "../core/model.ts";
+import { isServiceError, ServiceError } from "../core/errors.ts";
+import { redactSecrets } from "../core/secret.ts";
 
 /** What a command prints: `stdout` is data, `notice` is a line for people (stderr), and the exit status. */
 export interface Output {
@@ -82,7 +82,7 @@ export function formatList(keys: ApiKeyInfo[], asJson: boolean): Output {
 
 /** Any failure: JSON `{error, code}` on stdout, or a one-line message for people. */
 export function formatError(error: unknown, asJson: boolean): Output {
-  const known = error instanceof ServiceError
+  const known = isServiceError(error)
     ? error
     : new ServiceError("INTERNAL", `Unexpected error: ${error instanceof Error ? error.message : String(error)}`);
   // Last line of defence: a key pasted where a flag, command or value belongs is never echoed back.

@@ -22,14 +22,14 @@ import {
   type FragmentDefinitionNode,
   type OperationDefinitionNode,
 } from "graphql";
-import { ACTIONS, type ApiKeyInfo, type AuthAction, type Permission, type Resource, RESOURCES, ROLES, type Role } from "./model.ts";
-import { ServiceError } from "./errors.ts";
-import { DescriptionSchema, NameSchema, parseCreateInput, parseInput, PermissionsSchema, RolesSchema } from "./input.ts";
-import { can, effectivePermissions, escalation, type Grants } from "./policy.ts";
-import type { KeyStore } from "./store.ts";
-import { VERSION } from "./version.ts";
-import { createLru } from "./_lru.ts";
-import { listLiteralErrors } from "./_limits.ts";
+import { ACTIONS, type ApiKeyInfo, type AuthAction, type Permission, type Resource, RESOURCES, ROLES, type Role } from "../core/model.ts";
+import { ServiceError } from "../core/errors.ts";
+import { DescriptionSchema, NameSchema, parseCreateInput, parseInput, PermissionsSchema, RolesSchema } from "../core/input.ts";
+import { can, effectivePermissions, escalation, type Grants } from "../core/policy.ts";
+import type { KeyStore } from "../store/key-store.ts";
+import { VERSION } from "../core/version.ts";
+import { createLru } from "../core/_lru.ts";
+import { listLiteralErrors } from "./limits.ts";
 
 /** What every resolver sees: the authenticated key and the store. */
 export type GraphQLContext = {

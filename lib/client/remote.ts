@@ -3,16 +3,16 @@
  * running service's GraphQL API. The command's flow and formatter are the same as in local mode,
  * so output and exit statuses are too; the service's error codes come back as `ServiceError` codes.
  */
-import type { KeyBackend } from "./apikey.ts";
-import type { ApiKeyInfo, CreatedKey } from "./model.ts";
-import { ServiceError } from "./errors.ts";
+import type { KeyBackend } from "../store/key-store.ts";
+import type { ApiKeyInfo, CreatedKey } from "../core/model.ts";
+import { ServiceError } from "../core/errors.ts";
 import { type Client, ClientError, createClient } from "./client.ts";
 import * as v from "valibot";
 import { ServerText, untrustedText } from "./_untrusted.ts";
 
 const FIELDS = "id name description roles createdAt permissions { resource actions }";
 
-/** A key as the service sends it; every string is escaped for the terminal (lib/_untrusted.ts). */
+/** A key as the service sends it; every string is escaped for the terminal (lib/client/_untrusted.ts). */
 const RawKeySchema = v.object({
   id: ServerText,
   name: ServerText,

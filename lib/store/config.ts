@@ -8,10 +8,10 @@
  */
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
-import { ServiceError } from "./errors.ts";
+import { ServiceError } from "../core/errors.ts";
 import { createStorage } from "unstorage";
 import { fsDriver } from "./drivers/fs.ts";
-import { createKeyStore, type KeyStore } from "./store.ts";
+import { createKeyStore, type KeyStore } from "./key-store.ts";
 import { redactRedisUrl } from "./drivers/_redis-url.ts";
 
 export type StoreSpec =

@@ -6,7 +6,7 @@
  * or as a literal in its document, is capped, and so is the total size and nesting of its variables.
  * With these, the largest request allowed costs a few milliseconds.
  */
-import { ServiceError } from "./errors.ts";
+import { ServiceError } from "../core/errors.ts";
 import { type DocumentNode, type ExecutionArgs, getOperationAST, GraphQLError, Kind, visit } from "graphql";
 
 export const INPUT_LIMITS = {

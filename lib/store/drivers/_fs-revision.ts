@@ -8,7 +8,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { closeSync, constants, fstatSync, ftruncateSync, openSync, readSync, writeSync } from "node:fs";
-import type { FileOps } from "./fs.ts";
+import type { FileOps } from "./_fs-ops.ts";
 
 const isCode = (error: unknown, ...codes: string[]) => codes.includes((error as { code?: string })?.code ?? "");
 

@@ -1,10 +1,10 @@
 /**
  * Typed questions over a consola-style `prompt(message, options)` function, with one cancellation
  * rule: Ctrl-C or Esc at any question becomes `ServiceError("CANCELLED")` (exit 130). Private to
- * lib/prompts.ts; the prompt function is injectable so tests can script the answers.
+ * lib/cli/prompts.ts; the prompt function is injectable so tests can script the answers.
  */
 import type { PromptOptions } from "consola";
-import { ServiceError } from "./errors.ts";
+import { ServiceError } from "../core/errors.ts";
 
 /** consola's `prompt` signature, as far as we use it. Cancelling resolves to a symbol or rejects. */
 export type PromptFn = (message: string, options: PromptOptions) => Promise<unknown>;

@@ -3,7 +3,7 @@
  * cause), once when it works again, never once per request, so an outage under load neither goes
  * unexplained nor floods the log.
  */
-import { redactSecrets } from "./secret.ts";
+import { redactSecrets } from "../core/secret.ts";
 
 export interface StoreStatusLog {
   /** The store just failed after working (or on the first failure): the error, with the cause. */

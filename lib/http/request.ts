@@ -2,7 +2,7 @@
  * Reading a request: the credential, the body (fetch runtimes), the request target and the GraphQL
  * parameters from a JSON body or a URL. Each refusal throws an `Error` whose message a client can act on.
  */
-import type { ServiceRequest } from "./server.ts";
+import type { ServiceRequest } from "./types.ts";
 
 /** The secret from `Authorization: Bearer <key>` or `x-api-key: <key>`, or a message saying what is wrong. */
 export function credential(headers: ServiceRequest["headers"]): { secret: string } | { problem: string } {

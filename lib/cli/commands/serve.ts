@@ -3,12 +3,12 @@
  * SIGTERM or SIGINT stop accepting, let requests in flight finish, close the store, exit 0.
  */
 import process from "node:process";
-import { ServiceError } from "./errors.ts";
-import type { Output } from "./format.ts";
-import { openKeyStore, parseStoreSpec } from "./config.ts";
-import { resolveLogLevel } from "./log.ts";
-import { serve } from "./server.ts";
-import { redactSecrets } from "./secret.ts";
+import { ServiceError } from "../../core/errors.ts";
+import type { Output } from "../format.ts";
+import { openKeyStore, parseStoreSpec } from "../../store/config.ts";
+import { resolveLogLevel } from "../../core/log.ts";
+import { serve } from "../../http/handler.ts";
+import { redactSecrets } from "../../core/secret.ts";
 
 export interface ServeFlags {
   host?: string;

@@ -8,63 +8,24 @@
  */
 import { createHandler as createGraphQLHttpHandler } from "graphql-http";
 import { execute, type ExecutionArgs, getOperationAST, GraphQLError, type parse as graphqlParse } from "graphql";
-import type { ApiKeyInfo } from "./model.ts";
-import { ServiceError } from "./errors.ts";
-import { isWellFormedSecret, redactSecrets } from "./secret.ts";
-import type { KeyStore } from "./store.ts";
-import { createSchema, dependsOnKeyOnly, type GraphQLContext, parseDocument, validateDocument } from "./graphql.ts";
-import { createLru } from "./_lru.ts";
-import { ClientGone, connectionLimits, defaultMaxConnections, variableLimitError } from "./_limits.ts";
-import { createOutageTracker, type StoreStatusLog } from "./_outage.ts";
-import { acceptsPlainJson, credential, paramsFromBody, paramsFromJson, paramsFromUrl, pathOf, readFetchBody } from "./_request.ts";
-
-/** Largest request body accepted: 1 MiB. */
-export const MAX_BODY_BYTES = 1024 * 1024;
-
-export interface HandlerOptions {
-  store: KeyStore;
-  /** Largest request body in bytes (default 1 MiB); larger ones get 413. */
-  maxBodyBytes?: number;
-  /** Receives failures that are not the client's fault; the client only sees a generic 500. */
-  onError?: (error: unknown) => void;
-  /**
-   * Told once when the store becomes unavailable (why the service answers 503) and once when it
-   * recovers; default: both lines on stderr.
-   */
-  storeStatus?: StoreStatusLog;
-  /**
-   * Answer the everyday request (a POST of JSON with an already validated document) without going
-   * through graphql-http's request handling (default true). The answers are the same either way;
-   * false exists so tests can prove that.
-   */
-  fastPath?: boolean;
-}
-
-/** A fetch-style request handler. */
-export type FetchHandler = (request: Request) => Promise<Response>;
-
-/**
- * A request as the service sees it on any runtime. Adapters build it straight from the runtime's
- * own request (no `Request` object on Node, which costs more than the GraphQL work of a small query).
- */
-export interface ServiceRequest {
-  method: string;
-  /** Path and query, or an absolute URL. */
-  url: string;
-  headers: { get(name: string): string | null };
-  /** Reads the body as text; null once it is larger than the limit. Called only after authentication. */
-  body(): string | null | Promise<string | null>;
-}
-
-/** A response as the service produces it; adapters write it out. */
-export interface ServiceResponse {
-  status: number;
-  headers: Record<string, string>;
-  body: string | null;
-}
-
-/** The runtime-neutral core of the service. */
-export type ServiceHandler = (request: ServiceRequest) => Promise<ServiceResponse>;
+import type { ApiKeyInfo } from "../core/model.ts";
+import { isServiceError, ServiceError } from "../core/errors.ts";
+import { isWellFormedSecret, redactSecrets } from "../core/secret.ts";
+import type { KeyStore } from "../store/key-store.ts";
+import { createSchema, dependsOnKeyOnly, type GraphQLContext, parseDocument, validateDocument } from "../graphql/schema.ts";
+import { createLru } from "../core/_lru.ts";
+import { ClientGone, connectionLimits, defaultMaxConnections, variableLimitError } from "../graphql/limits.ts";
+import { createOutageTracker, type StoreStatusLog } from "./outage.ts";
+export { type FetchHandler, type HandlerOptions, MAX_BODY_BYTES, type ServiceHandler, type ServiceRequest, type ServiceResponse } from "./types.ts";
+import {
+  type FetchHandler,
+  type HandlerOptions,
+  MAX_BODY_BYTES,
+  type ServiceHandler,
+  type ServiceRequest,
+  type ServiceResponse,
+} from "./types.ts";
+import { acceptsPlainJson, credential, paramsFromBody, paramsFromJson, paramsFromUrl, pathOf, readFetchBody } from "./request.ts";
 
 const JSON_TYPE = "application/json; charset=utf-8";
 
@@ -100,7 +61,7 @@ function publicError(error: ServiceError): { code: string; message: string } {
   return { code: error.code, message: error.message };
 }
 
-const isStoreDown = (error: unknown) => error instanceof ServiceError && error.code === "STORE_UNAVAILABLE";
+const isStoreDown = (error: unknown) => isServiceError(error) && error.code === "STORE_UNAVAILABLE";
 /** The store failure among a result's errors, if any. */
 const storeFailure = (errors: readonly GraphQLError[] | undefined) =>
   errors?.find((e) => isStoreDown(e.originalError))?.originalError;
@@ -140,7 +101,7 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
     if (error.extensions?.code) return error;
     const original = error.originalError;
     const located = { nodes: error.nodes, source: error.source, positions: error.positions, path: error.path };
-    if (original instanceof ServiceError) {
+    if (isServiceError(original)) {
       const { code, message } = publicError(original);
       if (code === "INTERNAL") onError(original);
       return new GraphQLError(message, { ...located, extensions: { code } });
@@ -390,7 +351,7 @@ export async function serve(options: ServeOptions): Promise<RunningServer> {
     const bound = server.addr.port;
     return { url: `http://${urlHost(host)}:${bound}`, host, port: bound, close: () => server.shutdown() };
   }
-  const { listenNode } = await import("./_node-http.ts");
+  const { listenNode } = await import("./node.ts");
   const limits = connectionLimits(options);
   return listenNode(createServiceHandler(options), {
     host,

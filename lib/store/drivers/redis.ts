@@ -22,8 +22,8 @@
 import type { Redis, RedisOptions } from "ioredis";
 import { createStorage, type Driver, type Storage } from "unstorage";
 import redisDriver from "unstorage/drivers/redis";
-import { ServiceError } from "../errors.ts";
-import type { AtomicIndex } from "../store.ts";
+import { isServiceError, ServiceError } from "../../core/errors.ts";
+import type { AtomicIndex } from "../atomic.ts";
 import { redactRedisUrl, redisRedactor } from "./_redis-url.ts";
 
 /** Compare and delete in one step on the server: the entry goes only if it still holds the expected value. */
@@ -96,7 +96,7 @@ export async function openRedisBackend(url: string, options: RedisBackendOptions
   try {
     parts = splitPrefix(url);
   } catch (error) {
-    if (error instanceof ServiceError) throw error;
+    if (isServiceError(error)) throw error;
     // No `cause`: Node's "Invalid URL" error carries the whole URL in `input`.
     throw new ServiceError(
       "USAGE",
@@ -159,7 +159,7 @@ export async function openRedisBackend(url: string, options: RedisBackendOptions
   }
 
   const failure = (error: unknown): never => {
-    if (error instanceof ServiceError) throw error;
+    if (isServiceError(error)) throw error;
     const reason = client.status === "ready" ? reasonOf(error) : lastError || reasonOf(error);
     throw unavailable(`Redis request failed: ${reason}`);
   };

@@ -2,26 +2,13 @@
  * The `apikey` command's flow, independent of argv parsing and of where output goes: pick the mode,
  * validate, call the store (local or remote), and return what to print.
  */
-import { ServiceError } from "./errors.ts";
-import { formatCreated, formatDeleted, formatList, formatNothingDeleted, type Output } from "./format.ts";
-import { LookupNameSchema, parseCreateInput, parseInput } from "./input.ts";
-import type { KeyStore } from "./store.ts";
+import { ServiceError } from "../../core/errors.ts";
+import { formatCreated, formatDeleted, formatList, formatNothingDeleted, type Output } from "../format.ts";
+import { LookupNameSchema, parseCreateInput, parseInput } from "../../core/input.ts";
+import type { KeyBackend } from "../../store/key-store.ts";
+import type { ApikeyFlags } from "../flags.ts";
 
-/** The flags of `service-api apikey`, as strings after parsing. */
-export interface ApikeyFlags {
-  create?: boolean;
-  delete?: boolean;
-  list?: boolean;
-  name?: string;
-  description?: string;
-  roles?: string;
-  permissions?: string;
-  overwrite?: boolean;
-  json?: boolean;
-}
-
-/** What the command needs of a store: the local store and the remote (GraphQL) one both provide it. */
-export type KeyBackend = Pick<KeyStore, "create" | "deleteByName" | "deleteById" | "list" | "isEmpty" | "getByName">;
+export type { ApikeyFlags, KeyBackend };
 
 export interface TerminalState {
   /** True when a person can answer prompts (stdin and stdout are terminals). */
@@ -66,7 +53,7 @@ export async function runApikey(flags: ApikeyFlags, store: KeyBackend, context: 
     if (flags.name === undefined) {
       const unable = await cannotPrompt(context);
       if (unable) throw missing("--name", "--name <name> and --roles <roles> or --permissions <RESOURCE:ACTION,...>", unable);
-      const { interactiveCreate } = await import("./prompts.ts");
+      const { interactiveCreate } = await import("../prompts.ts");
       return interactiveCreate(flags, store);
     }
     const input = parseCreateInput(flags);
@@ -77,7 +64,7 @@ export async function runApikey(flags: ApikeyFlags, store: KeyBackend, context: 
   if (flags.name === undefined) {
     const unable = await cannotPrompt(context);
     if (unable) throw missing("--name", "--name <name>", unable);
-    const { interactiveDelete } = await import("./prompts.ts");
+    const { interactiveDelete } = await import("../prompts.ts");
     return interactiveDelete(flags, store);
   }
   const name = parseInput(LookupNameSchema, flags.name);

@@ -32,7 +32,7 @@ export const LookupNameSchema = v.pipe(
   v.regex(NAME_CHARS, NAME_RULE),
 );
 
-/** A new key name: the lookup rule, and nothing that could pass for another name (see lib/_names.ts). */
+/** A new key name: the lookup rule, and nothing that could pass for another name (see lib/core/_names.ts). */
 export const NameSchema = v.pipe(
   LookupNameSchema,
   v.rawCheck(({ dataset, addIssue }) => {

@@ -13,7 +13,7 @@
  */
 import * as fs from "node:fs";
 import { dirname, join } from "node:path";
-import { ServiceError } from "../errors.ts";
+import { isServiceError, ServiceError } from "../../core/errors.ts";
 import { describeSystemError, printable } from "../_system-errors.ts";
 
 const { constants } = fs;
@@ -189,7 +189,7 @@ export function createStoreTrust(base: string): StoreTrust {
     try {
       return trust(dir, create);
     } catch (error) {
-      if (error instanceof ServiceError) throw error;
+      if (isServiceError(error)) throw error;
       const reason = describeSystemError(error);
       // A --store that cannot name a directory at all is bad usage (exit 2), not an unavailable store.
       const { path } = error as { path?: string };

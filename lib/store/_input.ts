@@ -2,9 +2,9 @@
  * The store's own check of what it is given (issue 11, item 17): the same valibot schemas and messages
  * as the CLI and GraphQL, so a library caller cannot store a key those would refuse or could not delete.
  */
-import type { CreateKeyInput } from "./model.ts";
-import { ServiceError } from "./errors.ts";
-import { DescriptionSchema, NameSchema, parseCreateInput, parseInput, PermissionsSchema, RolesSchema } from "./input.ts";
+import type { CreateKeyInput } from "../core/model.ts";
+import { ServiceError } from "../core/errors.ts";
+import { DescriptionSchema, NameSchema, parseCreateInput, parseInput, PermissionsSchema, RolesSchema } from "../core/input.ts";
 
 /** A create request, validated and normalized (throws INVALID_INPUT). */
 export function checkKeyInput(input: unknown): CreateKeyInput {

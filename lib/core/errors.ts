@@ -13,8 +13,6 @@ export const ERROR_CODES = {
 } as const;
 export type ErrorCode = keyof typeof ERROR_CODES;
 
-const BRAND = Symbol.for("service-api.ServiceError");
-
 /**
  * The one error class of the toolkit. `code` is stable and machine-readable; `message` says what
  * failed and how to fix it, and never contains a secret.
@@ -23,15 +21,6 @@ const BRAND = Symbol.for("service-api.ServiceError");
  * throw new ServiceError("NAME_TAKEN", "API key with name 'ci' already exists. Use --overwrite to replace it.");
  */
 export class ServiceError extends Error {
-  /**
-   * `instanceof ServiceError` by brand rather than by prototype: the built CLI loads heavy commands
-   * from separate bundles, each with its own copy of this class, and their errors must still be
-   * recognised. Subclasses (`ClientError`) keep the ordinary prototype check.
-   */
-  static override [Symbol.hasInstance](value: unknown): boolean {
-    if (this !== ServiceError) return Function.prototype[Symbol.hasInstance].call(this, value);
-    return typeof value === "object" && value !== null && (value as { [BRAND]?: unknown })[BRAND] === true;
-  }
   readonly code: ErrorCode;
   constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
     super(message, options);
@@ -47,4 +36,17 @@ export class ServiceError extends Error {
     return ERROR_CODES[this.code].http;
   }
 }
-Object.defineProperty(ServiceError.prototype, BRAND, { value: true });
+
+/**
+ * True for a `ServiceError` (or a subclass such as `ClientError`) from any copy of this module: the built
+ * CLI loads heavy commands from separate bundles, each with its own copy of the class, so `instanceof`
+ * alone would miss theirs. Recognised by shape: an Error whose `code` is one of `ERROR_CODES`.
+ *
+ * @example
+ * catch (error) { if (isServiceError(error)) process.exitCode = error.exitCode; }
+ */
+export function isServiceError(value: unknown): value is ServiceError {
+  if (value instanceof ServiceError) return true;
+  const { code, exitCode } = (value ?? {}) as { code?: unknown; exitCode?: unknown };
+  return value instanceof Error && typeof code === "string" && Object.hasOwn(ERROR_CODES, code) && typeof exitCode === "number";
+}

@@ -1,6 +1,6 @@
 /**
  * Interactive create and delete at a terminal (`service-api apikey --create|--delete` without
- * `--name`), over consola's prompts. lib/apikey.ts imports this file only on that path.
+ * `--name`), over consola's prompts. lib/cli/commands/apikey.ts imports this file only on that path.
  *
  * Every answer is checked with the same valibot schemas as the flags; a bad answer is asked again
  * with the rule that it broke. Flags that were given are validated first and never asked for.
@@ -8,9 +8,9 @@
  * Results are the same `Output`s as in non-interactive mode, so `--json` works the same way.
  */
 import * as v from "valibot";
-import type { ApikeyFlags, KeyBackend } from "./apikey.ts";
+import type { ApikeyFlags } from "./flags.ts";
 import { type Ask, type Choice, createAsk, type PromptFn } from "./_ask.ts";
-import { ServiceError } from "./errors.ts";
+import { ServiceError } from "../core/errors.ts";
 import { formatCreated, formatDeleted, formatNothingChosen, formatNothingDeleted, type Output } from "./format.ts";
 import {
   DescriptionSchema,
@@ -20,9 +20,9 @@ import {
   parseInput,
   PermissionsSchema,
   RolesSchema,
-} from "./input.ts";
-import { ACTIONS, type ApiKeyInfo, type Permission, RESOURCES, type Role, ROLE_DESCRIPTIONS, ROLES } from "./model.ts";
-import type { KeyStore } from "./store.ts";
+} from "../core/input.ts";
+import { ACTIONS, type ApiKeyInfo, type Permission, RESOURCES, type Role, ROLE_DESCRIPTIONS, ROLES } from "../core/model.ts";
+import type { KeyBackend, KeyStore } from "../store/key-store.ts";
 
 export type { PromptFn };
 

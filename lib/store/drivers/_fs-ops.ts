@@ -1,0 +1,56 @@
+/**
+ * The file operations the fs driver uses, as promises: on libuv's thread pool for a long-running
+ * server, or on the calling thread for a process that makes one change and exits (the CLI).
+ */
+import * as fs from "node:fs";
+import { promisify } from "node:util";
+
+/** The file operations the driver uses, as promises. */
+export interface FileOps {
+  open(path: string, flags: string | number, mode?: number): Promise<number>;
+  close(fd: number): Promise<void>;
+  fsync(fd: number): Promise<void>;
+  writeFile(fd: number, data: string, encoding: "utf8"): Promise<void>;
+  rename(from: string, to: string): Promise<void>;
+  rm(path: string, options: { recursive: true; force: true }): Promise<void>;
+  unlink(path: string): Promise<void>;
+  link(existing: string, path: string): Promise<void>;
+  readdir(path: string, options: { withFileTypes: true }): Promise<fs.Dirent[]>;
+  opendir(path: string): Promise<fs.Dir>;
+}
+
+/**
+ * The callback API, promisified, rather than fs/promises: loading fs/promises (with the readline
+ * and stream modules it pulls in) costs a cold start more than all of a create's file I/O.
+ */
+export const threadPoolOps: FileOps = {
+  open: promisify(fs.open),
+  close: promisify(fs.close),
+  fsync: promisify(fs.fsync),
+  writeFile: promisify(fs.writeFile),
+  rename: promisify(fs.rename),
+  rm: promisify(fs.rm),
+  unlink: promisify(fs.unlink),
+  link: promisify(fs.link),
+  readdir: promisify(fs.readdir),
+  opendir: promisify(fs.opendir),
+};
+
+/**
+ * The same operations done on the calling thread, for a process that does one thing and exits (the
+ * CLI): nothing else is waiting meanwhile, and it saves starting libuv's thread pool and a round
+ * trip through it for each of a create's twenty-odd calls.
+ */
+export const blockingOps: FileOps = {
+  open: async (path, flags, mode) => fs.openSync(path, flags, mode),
+  close: async (fd) => fs.closeSync(fd),
+  fsync: async (fd) => fs.fsyncSync(fd),
+  writeFile: async (fd, data, encoding) => fs.writeFileSync(fd, data, encoding),
+  rename: async (from, to) => fs.renameSync(from, to),
+  rm: async (path, options) => fs.rmSync(path, options),
+  unlink: async (path) => fs.unlinkSync(path),
+  link: async (existing, path) => fs.linkSync(existing, path),
+  readdir: async (path, options) => fs.readdirSync(path, options),
+  opendir: async (path) => fs.opendirSync(path),
+};
+
