@@ -77,6 +77,18 @@ describe("remote mode against a hostile server", () => {
     }
   });
 
+  it.each([["constructor"], ["__proto__"], ["toString"], ["hasOwnProperty"], ["CANCELLED"], ["USAGE"]])(
+    "a failure answered with the code %j still fails with exit 1, so a revocation script is not fooled",
+    async (code) => {
+      handler = answer({ errors: [{ message: "nope", extensions: { code } }], data: null });
+      for (const extra of [[], ["--json"]]) {
+        const result = await remote("--delete", "--name", "a", ...extra);
+        expect(result.code).toBe(1);
+        if (extra.length) expect(JSON.parse(result.stdout).code).toBe("INTERNAL");
+      }
+    },
+  );
+
   it.each([
     ["a key without an id", { data: { apiKeys: [{ name: "n", roles: [], permissions: [], createdAt: "t" }] } }, "apiKeys.0.id: missing"],
     ["a number for a name", { data: { apiKeys: [{ ...evilKey(1), name: 5 }] } }, "apiKeys.0.name: expected string"],

@@ -73,9 +73,18 @@ const STATUS_CODES: Record<number, ErrorCode> = {
 };
 const INPUT_CODES = new Set(["GRAPHQL_PARSE_FAILED", "GRAPHQL_VALIDATION_FAILED", "BAD_USER_INPUT", "BAD_REQUEST", "PAYLOAD_TOO_LARGE"]);
 
+/**
+ * The codes a service may send back as they are. Own entries only: `"constructor" in ERROR_CODES` is true,
+ * and a hostile server answering with it once made a failed delete exit 0. USAGE and CANCELLED describe
+ * this process's own command line and terminal, never a server's answer.
+ */
+const SERVER_CODES: ReadonlySet<string> = new Set(
+  (Object.keys(ERROR_CODES) as ErrorCode[]).filter((code) => code !== "USAGE" && code !== "CANCELLED"),
+);
+
 /** The `ServiceError` code for a GraphQL error code from the service. */
 function toErrorCode(code: unknown, status?: number): ErrorCode {
-  if (typeof code === "string" && code in ERROR_CODES) return code as ErrorCode;
+  if (typeof code === "string" && SERVER_CODES.has(code)) return code as ErrorCode;
   if (typeof code === "string" && INPUT_CODES.has(code)) return "INVALID_INPUT";
   return (status && STATUS_CODES[status]) || "INTERNAL";
 }
