@@ -19,6 +19,7 @@ export interface Computed {
   keyOnly: boolean;
 }
 
+/** The one thing the handler asks of the cache. */
 export interface AnswerCache {
   /**
    * The answer remembered for this request under this validity token, or else `compute()`'s,
