@@ -21,7 +21,7 @@ export {
   RolesSchema,
 } from "./lib/core/input.ts";
 export { generateSecret, isWellFormedSecret, redactSecrets, SECRET_PREFIX, sha256Hex } from "./lib/core/secret.ts";
-export { type AtomicIndex, createKeyStore, createLocalAtomicIndex, type KeyStore, type KeyStoreOptions } from "./lib/store/key-store.ts";
+export { type AtomicIndex, createKeyStore, createLocalAtomicIndex, type KeyStore, type KeyStoreOptions, type VerifiedKey } from "./lib/store/key-store.ts";
 export { defaultStoreDir, describeStore, openKeyStore, parseStoreSpec, type StoreSpec } from "./lib/store/config.ts";
 export { fsDriver, type FsDriverOptions } from "./lib/store/drivers/fs.ts";
 export { formatCreated, formatDeleted, formatError, formatList, formatNothingDeleted, type Output } from "./lib/cli/format.ts";
@@ -35,15 +35,9 @@ export {
   parseDocument,
   validateDocument,
 } from "./lib/graphql/schema.ts";
-export {
-  createHandler,
-  type FetchHandler,
-  type HandlerOptions,
-  MAX_BODY_BYTES,
-  type RunningServer,
-  serve,
-  type ServeOptions,
-} from "./lib/http/handler.ts";
+export { type FetchHandler, type HandlerOptions, MAX_BODY_BYTES } from "./lib/http/types.ts";
+export { createHandler } from "./lib/http/fetch.ts";
+export { type RunningServer, serve, type ServeOptions } from "./lib/http/serve.ts";
 export { type Client, ClientError, type ClientOptions, createClient, type GraphQLErrorInfo } from "./lib/client/client.ts";
 export { createRemoteBackend, openRemoteBackend, type RemoteBackendOptions } from "./lib/client/remote.ts";
 export { createDebug, createLogger } from "./lib/core/log.ts";

@@ -11,5 +11,5 @@ const server = createServer((req, res) => {
     res.end(BODY);
   });
 });
-server.listen(0, "127.0.0.1", () => console.log(server.address().port));
+server.listen(Number(process.argv[process.argv.indexOf("--port") + 1] ?? 0) || 0, "127.0.0.1", () => console.log(server.address().port));
 process.on("SIGTERM", () => server.close(() => process.exit(0)));

@@ -2,7 +2,7 @@
 import { beforeEach, describe, expect, it } from "vitest";
 import { ACTIONS, type Permission, RESOURCES, ROLES, type Role } from "../lib/core/model.ts";
 import { createKeyStore, type KeyStore } from "../lib/store/key-store.ts";
-import { createHandler } from "../lib/http/handler.ts";
+import { createHandler } from "../lib/http/fetch.ts";
 import { dependsOnKeyOnly, DOCUMENT_LIMITS, FIELD_PERMISSIONS, parseDocument } from "../lib/graphql/schema.ts";
 import { getOperationAST } from "graphql";
 

@@ -100,7 +100,7 @@ describe("a secret pasted into --description", () => {
 describe("a secret pasted into a GraphQL description", () => {
   it("is refused on create and on update, and the stored description is unchanged", async () => {
     const { createKeyStore } = await import("../lib/store/key-store.ts");
-    const { createHandler } = await import("../lib/http/handler.ts");
+    const { createHandler } = await import("../lib/http/fetch.ts");
     const store = createKeyStore();
     const handler = createHandler({ store, onError: () => {} });
     const admin = await store.create({ name: "admin", roles: ["ADMIN"], permissions: [] });

@@ -5,7 +5,7 @@ import { promises as fsp } from "node:fs";
 import { join } from "node:path";
 import Redis from "ioredis";
 import { createStorage, type Storage } from "unstorage";
-import { afterAll, beforeAll, beforeEach, afterEach, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, beforeEach, afterEach, describe, expect, it, vi } from "vitest";
 import { fsDriver } from "../lib/store/drivers/fs.ts";
 import { openRedisBackend } from "../lib/store/drivers/redis.ts";
 import { ServiceError } from "../lib/core/errors.ts";
@@ -298,6 +298,36 @@ describe.each(Object.keys(backends))("key store contract on %s", (kind) => {
     expect((await store.verify(changed.key))?.roles).toEqual(["ADMIN"]);
     await other.deleteById(changed.id);
     expect(await store.verify(changed.key)).toBeNull();
+  });
+
+  it("verify's validity token stays while nothing changes, and changes with any change by any instance and after the TTL", async () => {
+    const other = await backend.open();
+    const mine = await store.create(input("mine"));
+    await store.create(input("theirs"));
+    const token = async () => (await store.verify(mine.key))!.validity;
+    const first = await token();
+    expect(first).toEqual(expect.any(String));
+    expect(await token()).toBe(first);
+    expect((await other.verify(mine.key))!.validity).not.toBe(first); // another instance vouches for itself
+    await other.update(mine.id, { description: "changed" });
+    const updated = await token();
+    expect(updated).not.toBe(first);
+    expect(await token()).toBe(updated);
+    await other.deleteByName("theirs"); // another key's revocation
+    vi.useFakeTimers({ toFake: ["performance"] });
+    try {
+      const revoked = await token();
+      expect(revoked).not.toBe(updated);
+      expect(await token()).toBe(revoked);
+      vi.advanceTimersByTime(4_000);
+      expect(await token()).toBe(revoked);
+      vi.advanceTimersByTime(1_001); // past the default 5 s: checked again, a new token
+      const rechecked = await token();
+      expect(rechecked).not.toBe(revoked);
+      expect(await token()).toBe(rechecked);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it("stores no secret in clear, only its SHA-256", async () => {

@@ -53,17 +53,6 @@ export interface Params {
 export const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value);
 
-/**
- * True for requests whose answer graphql-http would send as plain `application/json`: JSON bodies
- * (the types `paramsFromBody` takes) from clients that accept anything or JSON, or say nothing.
- */
-export function acceptsPlainJson(headers: ServiceRequest["headers"]): boolean {
-  const accept = headers.get("accept");
-  if (accept !== null && accept !== "*/*" && accept !== "application/json") return false;
-  const type = headers.get("content-type");
-  return type !== null && /^application\/(?:graphql-response\+)?json\s*(?:;\s*charset=utf-?8\s*)?$/i.test(type);
-}
-
 /** Checks a request's GraphQL parameters; throws an `Error` whose message a client can act on (-> 400). */
 export function checkParams(data: Record<string, unknown>): Params {
   const { query, variables, operationName, extensions } = data;

@@ -19,12 +19,6 @@ export interface HandlerOptions {
    * recovers; default: both lines on stderr.
    */
   storeStatus?: StoreStatusLog;
-  /**
-   * Answer the everyday request (a POST of JSON with an already validated document) without going
-   * through graphql-http's request handling (default true). The answers are the same either way;
-   * false exists so tests can prove that.
-   */
-  fastPath?: boolean;
 }
 
 /** A fetch-style request handler. */

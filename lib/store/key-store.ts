@@ -32,6 +32,8 @@
  * the revision before that process returns, so the next verify anywhere checks again. Revocations
  * bump it before they act as well, so a process killed mid-way still leaves remembered verifications
  * stale (short of one made in the instant between the two); entries also expire after `verifyCacheTtlMs`.
+ * Each full check mints a new validity token (see `KeyStore.verify`), so callers that remember what a
+ * key allowed (the service's answers) key on it and lapse exactly when this cache does.
  * The revision is a random token; on files it is rewritten in place (`bump`) and read as content, so it
  * changes on every bump whatever the file system's timestamps, and needs no free space: a delete works
  * on a full disk. The first create makes the revision file, so later bumps always find it. Should a bump
@@ -69,6 +71,12 @@ export interface KeyStoreOptions {
   verifyCacheTtlMs?: number;
 }
 
+/** A key as `verify` vouches for it: its public fields and the token of this verification. */
+export interface VerifiedKey extends ApiKeyInfo {
+  /** Same token, same verification (see `KeyStore.verify`); opaque, unique to this store instance. */
+  validity: string;
+}
+
 export interface CreateOptions {
   /** Replace a key of the same name: new id, new secret, the old secret stops working. */
   overwrite?: boolean;
@@ -89,8 +97,16 @@ export interface KeyStore {
   list(): Promise<ApiKeyInfo[]>;
   /** True when the store holds no key, without reading them all. */
   isEmpty(): Promise<boolean>;
-  /** The key a secret belongs to, or null for a malformed, unknown or revoked secret. */
-  verify(secret: string): Promise<ApiKeyInfo | null>;
+  /**
+   * The key a secret belongs to, or null for a malformed, unknown or revoked secret, with a `validity`
+   * token: two verifies of a secret that return the same token vouch for the same verification, so a
+   * caller may keep anything it derived from the key (the service's remembered answers) exactly while
+   * the token stays the same. The token changes whenever the key's verification may have changed: any
+   * update, revocation or replacement of any key in the storage, by any process (the revision), and
+   * every re-check after `verifyCacheTtlMs`; with the cache off, every call returns a new one. It is
+   * the only such promise: the object returned may be a new one on every call, or the same one.
+   */
+  verify(secret: string): Promise<VerifiedKey | null>;
   close(): Promise<void>;
 }
 
@@ -119,7 +135,10 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
   const debug = options.debug ?? (() => {});
   const cacheSize = options.verifyCacheSize ?? 10_000;
   const cacheTtl = options.verifyCacheTtlMs ?? 5_000;
-  const verified = createLru<string, { info: ApiKeyInfo; revision: string; at: number }>(cacheSize);
+  const verified = createLru<string, { info: VerifiedKey; revision: string; at: number }>(cacheSize);
+  // Validity tokens: this instance's random prefix and a count of full checks, so each is new.
+  const instance = randomUUID().slice(0, 8);
+  let checks = 0;
 
   /** Marks that some key was revoked or changed: every process's remembered verifications lapse. */
   const bumpRevision = () => (atomic.bump ? atomic.bump(REVISION) : storage.setItem(REVISION, randomUUID()));
@@ -311,7 +330,7 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
         const hit = verified.get(hash);
         if (hit && hit.revision === revision && performance.now() - hit.at < cacheTtl) return hit.info;
         const record = await live(await readRecord(await readId(`secrets:${hash}`)));
-        const info = record && record.hash === hash ? publicView(record) : null;
+        const info = record && record.hash === hash ? { ...publicView(record), validity: `${instance}.${++checks}` } : null;
         if (info && cacheSize > 0) verified.set(hash, { info, revision, at: performance.now() });
         else verified.delete(hash);
         return info;

@@ -7,7 +7,7 @@ import { ServiceError } from "../../core/errors.ts";
 import type { Output } from "../format.ts";
 import { openKeyStore, parseStoreSpec } from "../../store/config.ts";
 import { resolveLogLevel } from "../../core/log.ts";
-import { serve } from "../../http/handler.ts";
+import { serve } from "../../http/serve.ts";
 import { redactSecrets } from "../../core/secret.ts";
 
 export interface ServeFlags {

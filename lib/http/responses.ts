@@ -1,0 +1,80 @@
+/**
+ * What the service answers when something is wrong: the JSON error bodies of every non-GraphQL
+ * failure, their statuses, and the GraphQL error formatting that keeps internals and secrets out.
+ */
+import { GraphQLError } from "graphql";
+import { isServiceError, type ServiceError } from "../core/errors.ts";
+import { redactSecrets } from "../core/secret.ts";
+import type { ServiceResponse } from "./types.ts";
+
+/** The content type of every JSON answer the service writes itself. */
+export const JSON_TYPE = "application/json; charset=utf-8";
+
+/** The `{"errors":[{message, extensions:{code}}]}` body every non-GraphQL failure uses. */
+export function errorResponse(status: number, code: string, message: string, headers: Record<string, string> = {}): ServiceResponse {
+  return {
+    status,
+    headers: { "content-type": JSON_TYPE, ...headers },
+    body: JSON.stringify({ errors: [{ message, extensions: { code } }] }),
+  };
+}
+
+/** 401 with the `www-authenticate` challenge. */
+export const unauthenticated = (message: string): ServiceResponse =>
+  errorResponse(401, "UNAUTHENTICATED", message, { "www-authenticate": "Bearer" });
+/** 413; the connection is closed, as the rest of the body is not read. */
+export const tooLarge = (limit: number): ServiceResponse =>
+  errorResponse(413, "PAYLOAD_TOO_LARGE", `Request body is larger than the limit of ${limit} bytes`, { connection: "close" });
+const STORE_DOWN_MESSAGE = "The key store is unavailable; try again later";
+/** 503 for any store failure: the server's trouble, never a partial answer. */
+export const storeDown = (): ServiceResponse =>
+  errorResponse(503, "STORE_UNAVAILABLE", STORE_DOWN_MESSAGE, { "retry-after": "1" });
+/** 500, saying nothing of the cause (that goes to `onError`). */
+export const internal = (): ServiceResponse => errorResponse(500, "INTERNAL", "Internal server error");
+
+/** The code and public message of a ServiceError; store trouble never leaks paths or hosts. */
+function publicError(error: ServiceError): { code: string; message: string } {
+  if (error.code === "STORE_UNAVAILABLE") return { code: error.code, message: STORE_DOWN_MESSAGE };
+  if (error.code === "INTERNAL") return { code: error.code, message: "Internal server error" };
+  return { code: error.code, message: error.message };
+}
+
+/** True for the store's "unavailable" error. */
+export const isStoreDown = (error: unknown): boolean => isServiceError(error) && error.code === "STORE_UNAVAILABLE";
+/** The store failure among a result's errors, if any. */
+export const storeFailure = (errors: readonly GraphQLError[] | undefined): unknown =>
+  errors?.find((e) => isStoreDown(e.originalError))?.originalError;
+
+/**
+ * GraphQL errors as clients see them: a stable `extensions.code`, nothing internal, and no secret.
+ * Every GraphQL error leaves through here, so this is where `sapi_…` tokens that a message quotes
+ * from the document, the variables or the body (parse errors, "Variable $x got invalid value …",
+ * JSON syntax errors) are elided. Failures that are not the client's fault go to `onError`.
+ */
+export function createErrorFormatter(onError: (error: unknown) => void) {
+  const classify = (error: Readonly<GraphQLError | Error>): GraphQLError | Error => {
+    if (!(error instanceof GraphQLError)) {
+      return new GraphQLError(error.message, { extensions: { code: "BAD_REQUEST" } });
+    }
+    if (error.extensions?.code) return error;
+    const original = error.originalError;
+    const located = { nodes: error.nodes, source: error.source, positions: error.positions, path: error.path };
+    if (isServiceError(original)) {
+      const { code, message } = publicError(original);
+      if (code === "INTERNAL") onError(original);
+      return new GraphQLError(message, { ...located, extensions: { code } });
+    }
+    if (original && !(original instanceof GraphQLError)) {
+      onError(original);
+      return new GraphQLError("Internal server error", { ...located, extensions: { code: "INTERNAL" } });
+    }
+    return new GraphQLError(error.message, { ...located, extensions: { code: "BAD_USER_INPUT" } });
+  };
+  return (error: Readonly<GraphQLError | Error>): GraphQLError | Error => {
+    const shown = classify(error);
+    const message = redactSecrets(shown.message);
+    if (message === shown.message) return shown;
+    const { nodes, source, positions, path, extensions } = shown as GraphQLError;
+    return new GraphQLError(message, { nodes, source, positions, path, extensions });
+  };
+}
