@@ -25,7 +25,7 @@ import { build } from "esbuild";
 const ROOT = resolve(import.meta.dirname, "..");
 /** Each module the start-up path imports dynamically, and its file under dist/lazy/. */
 const LAZY = {
-  "lib/cli/commands/serve.ts": "serve",
+  "lib/http/handler.ts": "serve",
   "lib/client/remote.ts": "remote",
   "lib/cli/prompts.ts": "prompts",
   "lib/store/drivers/redis.ts": "redis",
@@ -43,6 +43,9 @@ const common = {
   logLevel: "warning",
 };
 
+/** The command modules: imported on demand by cli.ts, but light, so bundled into the start-up path. */
+const INLINE = new Set(["lib/cli/commands/apikey.ts", "lib/cli/commands/serve.ts"]);
+
 /** Points the start-up bundle's dynamic imports at the lazy bundles instead of inlining them. */
 const lazyImports = {
   name: "lazy-imports",
@@ -51,6 +54,7 @@ const lazyImports = {
       if (args.kind !== "dynamic-import") return undefined;
       if (args.path.startsWith("node:")) return { path: args.path, external: true };
       const key = args.path.startsWith(".") ? relative(ROOT, resolve(args.resolveDir, args.path)) : args.path;
+      if (INLINE.has(key)) return undefined;
       const name = LAZY[key];
       if (!name) return { errors: [{ text: `${args.path} is imported lazily but has no bundle in LAZY (scripts/build.mjs)` }] };
       return { path: `./lazy/${name}.js`, external: true };
