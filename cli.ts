@@ -11,8 +11,7 @@ import { writeOut } from "./lib/cli/output.ts";
 import { createDebug, resolveLogLevel } from "./lib/core/log.ts";
 import { VERSION } from "./lib/core/version.ts";
 
-// deno-lint-ignore no-explicit-any
-type Command = CommandDef<any>;
+type Command = CommandDef<object>;
 
 /**
  * The commands, each a module loaded on demand (citty's `subCommands`). Both are light: what only

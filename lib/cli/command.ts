@@ -33,5 +33,6 @@ export interface CommandDef<Flags> {
   description: string;
   options: readonly OptionDef[];
   examples: readonly string[];
-  run: (flags: Flags, io: CommandIO) => Promise<Output>;
+  /** Runs the command with the flags cac parsed (a method, so any command's def fits `CommandDef<object>`). */
+  run(flags: Flags, io: CommandIO): Promise<Output>;
 }

@@ -6,7 +6,7 @@
 import process from "node:process";
 import { ServiceError } from "../../core/errors.ts";
 import type { Output } from "../format.ts";
-import type { CommandDef, CommandIO } from "../command.ts";
+import type { CommandDef } from "../command.ts";
 import { openKeyStore, parseStoreSpec } from "../../store/config.ts";
 import { resolveLogLevel } from "../../core/log.ts";
 import { redactSecrets } from "../../core/secret.ts";
@@ -84,5 +84,5 @@ export const command: CommandDef<ServeFlags> = {
     { flag: "--port <port>", help: "Port, 0 for any free one (env PORT, default 3001)", numeric: true },
   ],
   examples: ["service-api serve --port 3001"],
-  run: (flags: ServeFlags, io: CommandIO) => runServe(flags, io),
+  run: runServe,
 };
