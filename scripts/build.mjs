@@ -3,16 +3,18 @@
 //   dist/cli.cjs                 the command: a small loader (scripts/cli-loader.cjs) that runs
 //   dist/cli-main.cjs            the CLI's start-up path (argv, store, create/delete/list), one
 //                                CommonJS file, from
-//   dist/cli-main.cache          V8's code cache for it, made here by running one create
+//   dist/cli-main.<v8>.cache     V8's code cache for it, made here by running one create with this
+//                                Node (used only by the same V8; see the loader)
 //   dist/lazy/*.js               what only some commands need (GraphQL service, HTTP client, prompts,
 //                                Redis, consola), as ES modules loaded by import() on demand
 //
+// Start-up is the business of this file and the loader alone; library code is written plainly.
 // Why CommonJS for the start-up path: on a cold start Node's ES module loader costs about a tenth
 // of a create (it loads its own machinery, fs/promises and readline, and reads files
 // asynchronously), and every `import ... from "node:fs"` builds a facade that reads every export,
 // which loads the streams modules. require() does neither. The lazy parts stay ES modules, which
 // lets esbuild share code between them; they hold their own copies of the few modules they share
-// with the start-up path, which is why ServiceError recognises its instances by a brand.
+// with the start-up path, which is why errors are recognised with isServiceError(), not instanceof.
 //
 // Everything is built in a scratch directory and swapped in with rename(2), so a process that runs
 // the CLI during a rebuild sees the old build or the new one, never a missing or partial one.
@@ -25,7 +27,7 @@ import { build } from "esbuild";
 const ROOT = resolve(import.meta.dirname, "..");
 /** Each module the start-up path imports dynamically, and its file under dist/lazy/. */
 const LAZY = {
-  "lib/cli/commands/serve.ts": "serve",
+  "lib/http/serve.ts": "serve",
   "lib/client/remote.ts": "remote",
   "lib/cli/prompts.ts": "prompts",
   "lib/store/drivers/redis.ts": "redis",
@@ -43,6 +45,9 @@ const common = {
   logLevel: "warning",
 };
 
+/** The command modules: imported on demand by cli.ts, but light, so bundled into the start-up path. */
+const INLINE = new Set(["lib/cli/commands/apikey.ts", "lib/cli/commands/serve.ts"]);
+
 /** Points the start-up bundle's dynamic imports at the lazy bundles instead of inlining them. */
 const lazyImports = {
   name: "lazy-imports",
@@ -51,6 +56,7 @@ const lazyImports = {
       if (args.kind !== "dynamic-import") return undefined;
       if (args.path.startsWith("node:")) return { path: args.path, external: true };
       const key = args.path.startsWith(".") ? relative(ROOT, resolve(args.resolveDir, args.path)) : args.path;
+      if (INLINE.has(key)) return undefined;
       const name = LAZY[key];
       if (!name) return { errors: [{ text: `${args.path} is imported lazily but has no bundle in LAZY (scripts/build.mjs)` }] };
       return { path: `./lazy/${name}.js`, external: true };
@@ -74,12 +80,15 @@ try {
     plugins: [lazyImports],
   });
   // The loader runs the bundle as a function body: no hashbang, and its import() calls go through the
-  // loader's `lazyImport` (see scripts/cli-loader.cjs). Every one of them must be rewritten.
+  // loader's `lazyImport` (see scripts/cli-loader.cjs). Every one of them must be rewritten. When the
+  // bundle is required instead, it defines `lazyImport` as import() itself.
   const main = readFileSync(`${out}/cli-main.cjs`, "utf8")
     .replace(/^#!.*\n/, "")
     .replace(/\bimport\((?="(?:\.\/lazy\/|node:))/g, "lazyImport(");
   if (/\bimport\(/.test(main)) throw new Error("cli-main.cjs has an import() the loader does not route");
-  writeFileSync(`${out}/cli-main.cjs`, main);
+  if (!main.startsWith('"use strict";\n')) throw new Error("cli-main.cjs no longer starts with \"use strict\"");
+  const prelude = "var lazyImport = lazyImport || ((specifier) => import(specifier));\n";
+  writeFileSync(`${out}/cli-main.cjs`, main.replace('"use strict";\n', `"use strict";\n${prelude}`));
   copyFileSync("scripts/cli-loader.cjs", `${out}/cli.cjs`);
   await build({
     ...common,
@@ -95,7 +104,8 @@ try {
     },
   });
   chmodSync(`${out}/cli.cjs`, 0o755);
-  // One create against a throw-away store compiles what a create runs; the loader saves V8's cache of it.
+  // One create against a throw-away store compiles what a create runs; the loader saves V8's cache of it
+  // as dist/cli-main.<this Node's V8 version>.cache.
   const scratch = mkdtempSync(join(tmpdir(), "service-api-build-"));
   try {
     execFileSync(

@@ -1,34 +1,45 @@
 #!/usr/bin/env node
-// dist/cli.cjs: starts the CLI bundle (dist/cli-main.cjs) from the V8 code cache the build made for it
-// (dist/cli-main.cache), so a cold start neither parses the bundle nor compiles the functions a command
-// runs: about 9 ms of a create. Node 22 does this itself (module.enableCompileCache); Node 20 does not.
-// A cache V8 refuses (another Node version, other V8 flags) or a missing one only costs that gain.
+// dist/cli.cjs: starts the CLI bundle (dist/cli-main.cjs). All start-up machinery lives here and in
+// scripts/build.mjs; bench/NOTES.md has the measurements behind it (bench/startup-loaders.mjs).
 //
-// The bundle's dynamic imports (the lazily loaded commands) are routed through `lazyImport` below:
-// inside a vm script, import() needs an experimental vm option that prints a warning.
+// With a V8 code cache made by this Node's V8 (dist/cli-main.<v8 version>.cache, made by the build's
+// Node), the bundle runs from it through vm.Script: a cold start then neither parses the bundle nor
+// compiles the functions a create runs (the cache was written after one create, so it holds them all),
+// 7 to 10 ms of a create on Node 20, 22 and 24. Otherwise (installed with another Node) it is
+// required as usual, through module.enableCompileCache() where that exists (Node 22.1+): it caches only
+// top-level compilation, about 3 ms. A cache from another V8 would be refused, so it is not even read.
+//
+// The bundle's dynamic imports go through `lazyImport`: inside a vm script, import() needs an
+// experimental vm option that prints a warning. Required as usual, the bundle defines it as import().
 "use strict";
 const { readFileSync, writeFileSync } = require("node:fs");
-const { createRequire } = require("node:module");
 const { join } = require("node:path");
-const { pathToFileURL } = require("node:url");
-const { Script } = require("node:vm");
 
 const file = join(__dirname, "cli-main.cjs");
-const cacheFile = join(__dirname, "cli-main.cache");
+const cacheFile = join(__dirname, `cli-main.${process.versions.v8}.cache`);
+// SERVICE_API_CODE_CACHE=write: the build runs one create so, which saves the cache of all it compiled.
+// =report: says on stderr how the bundle was started (tests/startup.test.ts).
+const mode = process.env.SERVICE_API_CODE_CACHE;
 let cachedData;
 try {
-  cachedData = readFileSync(cacheFile);
+  if (mode !== "write") cachedData = readFileSync(cacheFile);
 } catch {}
 
-const lazyImport = (specifier) => import(specifier.startsWith(".") ? pathToFileURL(join(__dirname, specifier)).href : specifier);
-const script = new Script(
-  `(function (exports, require, module, __filename, __dirname, lazyImport) {${readFileSync(file, "utf8")}\n})`,
-  { filename: file, cachedData },
-);
-// SERVICE_API_CODE_CACHE=write: the build runs one create so, which saves the cache of all it compiled.
-// =report: says on stderr whether V8 took the cache (tests/startup.test.ts).
-const mode = process.env.SERVICE_API_CODE_CACHE;
-if (mode === "write") process.once("exit", () => writeFileSync(cacheFile, script.createCachedData()));
-if (mode === "report") process.stderr.write(`code cache: ${!cachedData ? "absent" : script.cachedDataRejected ? "refused" : "used"}\n`);
-const mod = { exports: {} };
-script.runInThisContext()(mod.exports, createRequire(file), mod, file, __dirname, lazyImport);
+if (!cachedData && mode !== "write") {
+  const compileCache = require("node:module").enableCompileCache?.();
+  if (mode === "report") process.stderr.write(`code cache: absent${compileCache?.directory ? ", node compile cache" : ""}\n`);
+  require(file);
+} else {
+  const { createRequire } = require("node:module");
+  const { pathToFileURL } = require("node:url");
+  const { Script } = require("node:vm");
+  const lazyImport = (specifier) => import(specifier.startsWith(".") ? pathToFileURL(join(__dirname, specifier)).href : specifier);
+  const script = new Script(
+    `(function (exports, require, module, __filename, __dirname, lazyImport) {${readFileSync(file, "utf8")}\n})`,
+    { filename: file, cachedData },
+  );
+  if (mode === "write") process.once("exit", () => writeFileSync(cacheFile, script.createCachedData()));
+  if (mode === "report") process.stderr.write(`code cache: ${script.cachedDataRejected ? "refused" : "used"}\n`);
+  const mod = { exports: {} };
+  script.runInThisContext()(mod.exports, createRequire(file), mod, file, __dirname, lazyImport);
+}

@@ -24,7 +24,7 @@ const SCRIPT_NAMES = [
   "Mongolian", "Ethiopic", "Canadian_Aboriginal", "Tifinagh", "Runic", "Ogham", "Vai", "Yi", "Lisu",
   "Osage", "Adlam", "Han", "Hiragana", "Katakana", "Hangul", "Bopomofo",
 ];
-// Compiled on first use: this module is on the CLI's start-up path, and most commands never check a new name.
+// Compiled on first use: most callers never check a new name.
 let scripts: { name: string; pattern: RegExp }[] | undefined;
 const scriptPatterns = () =>
   (scripts ??= SCRIPT_NAMES.map((name) => ({ name, pattern: new RegExp(`\\p{Script=${name}}`, "u") })));

@@ -18,8 +18,8 @@ export function resolveLogLevel(value: string | undefined): { level: LogLevelNam
 }
 
 /**
- * A consola instance writing to stderr at the level `LOG_LEVEL` asks for. Loaded on demand so that a
- * command run at the default level does not pay for it at start-up (see `createDebug`).
+ * A consola instance writing to stderr at the level `LOG_LEVEL` asks for. consola is imported on
+ * demand: a command run at the default level never needs it (see `createDebug`).
  */
 export async function createLogger(env: Record<string, string | undefined> = process.env): Promise<ConsolaInstance> {
   const { level, unknown } = resolveLogLevel(env.LOG_LEVEL);

@@ -183,7 +183,7 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
     create: (rawInput, { overwrite = false } = {}) =>
       guard("create a key", async () => {
         const input = checkKeyInput(rawInput); // the CLI's and GraphQL's rules, whoever calls
-        const started = Date.now(); // not performance.now(): that global loads perf_hooks on a cold start
+        const started = Date.now();
         const names = nameKey(input.name);
         const taken = () =>
           new ServiceError("NAME_TAKEN", `API key with name '${input.name}' already exists. Use --overwrite to replace it.`);

@@ -1,14 +1,23 @@
 /**
- * The `apikey` command's flow, independent of argv parsing and of where output goes: pick the mode,
- * validate, call the store (local or remote), and return what to print.
+ * The `apikey` command: its flags and help text, and its flow, independent of argv parsing and of
+ * where output goes: pick the mode, validate, call the store (local or remote), and return what to print.
  */
 import { ServiceError } from "../../core/errors.ts";
 import { formatCreated, formatDeleted, formatList, formatNothingDeleted, type Output } from "../format.ts";
 import { LookupNameSchema, parseCreateInput, parseInput } from "../../core/input.ts";
 import type { KeyBackend } from "../../store/key-store.ts";
+import { openKeyStore, parseStoreSpec } from "../../store/config.ts";
 import type { ApikeyFlags } from "../flags.ts";
+import type { CommandDef, CommandIO } from "../command.ts";
+import { deliver } from "../output.ts";
 
 export type { ApikeyFlags, KeyBackend };
+
+/** The flags of `apikey` plus where the keys are: a store spec or a running service's URL. */
+export interface ApikeyCommandFlags extends ApikeyFlags {
+  store?: string;
+  url?: string;
+}
 
 export interface TerminalState {
   /** True when a person can answer prompts (stdin and stdout are terminals). */
@@ -74,23 +83,53 @@ export async function runApikey(flags: ApikeyFlags, store: KeyBackend, context: 
 }
 
 /**
- * What to do and say when a new key's secret could not be written (a full disk, a closed pipe): the
- * output was its only copy. A plain create is undone, by id and only while the name still holds that
- * key; an overwrite cannot be undone (the key it replaced is gone), so the message says what is left.
- * Returns the one-line message.
+ * Runs `service-api apikey`: opens the store the flags or environment name (or `io.store`), runs the
+ * flow, and writes a new key's secret while the store is open (see `deliver`). Other output is returned.
+ * @example await run({ create: true, name: "ci", roles: "ADMIN", json: true }, { ...io, store: createKeyStore() })
  */
-export async function undeliveredCreate(created: NonNullable<Output["created"]>, store: KeyBackend, reason: string): Promise<string> {
-  const { id, name } = created;
-  const lost = `Error: Could not write the new key's secret to stdout (${reason}).`;
-  const fix = `Delete it (service-api apikey --delete --name '${name}') or overwrite it again.`;
-  if (created.overwrite) {
-    return `${lost} Key '${name}' (id ${id}) is stored, replacing any earlier key of that name (which no longer works), but its secret is lost. ${fix}`;
+export async function run(flags: ApikeyCommandFlags, io: CommandIO): Promise<Output> {
+  const context: ApikeyContext = io.interactive === undefined ? terminal : { interactive: io.interactive };
+  if (flags.url && flags.store) throw new ServiceError("USAGE", "Use --url or --store, not both");
+  if (io.store) return await deliver(await runApikey(flags, io.store, context), io.store, io.write);
+  const url = flags.url ?? (flags.store ? undefined : io.env.SERVICE_API_URL?.trim() || undefined);
+  if (url) {
+    const { openRemoteBackend } = await import("../../client/remote.ts");
+    const remote = openRemoteBackend(url, io.env);
+    return await deliver(await runApikey(flags, remote, context), remote, io.write);
   }
+  const store = await openKeyStore(parseStoreSpec(flags.store, io.env), io.debug, { oneShot: true });
   try {
-    if (await store.deleteById(id)) return `${lost} The key was deleted again, so nothing changed: create it again.`;
-    return `${lost} Key '${name}' (id ${id}) was already deleted or replaced by someone else; nothing was undone.`;
-  } catch (error) {
-    const why = error instanceof Error ? error.message : String(error);
-    return `${lost} Undoing the create failed (${why}): key '${name}' (id ${id}) is stored but its secret is lost. ${fix}`;
+    return await deliver(await runApikey(flags, store, context), store, io.write);
+  } finally {
+    await store.close();
   }
 }
+
+/** Whether stdin and stdout are terminals; isatty() rather than process.stdin, which would build a stream. */
+async function terminal(): Promise<TerminalState> {
+  const { isatty } = await import("node:tty");
+  const notInteractiveBecause = !isatty(0) ? "stdin is not a terminal" : !isatty(1) ? "stdout is not a terminal" : undefined;
+  return { interactive: !notInteractiveBecause, notInteractiveBecause };
+}
+
+/** `service-api apikey`: flags, help text and `run`. */
+export const command: CommandDef<ApikeyCommandFlags> = {
+  description: "Create, delete or list API keys",
+  options: [
+    { flag: "--create", help: "Create a key" },
+    { flag: "--delete", help: "Delete a key (interactive without --name)" },
+    { flag: "--list", help: "List keys (never their secrets)" },
+    { flag: "--name <name>", help: "Key name: letters, digits and spaces" },
+    { flag: "--description <desc>", help: "Free-text description" },
+    { flag: "--roles <roles>", help: "Comma-separated roles: ADMIN, CONNECT, VIEWER, GUEST" },
+    { flag: "--permissions <perms>", help: "Comma-separated RESOURCE:ACTION pairs, e.g. DOCKER:READ_ANY" },
+    { flag: "--overwrite", help: "Replace an existing key of the same name (new id and secret)" },
+    { flag: "--json", help: "Print the result as one JSON object" },
+    { flag: "--url <base_url>", help: "Act on a running service instead of a store (env SERVICE_API_URL; key in SERVICE_API_KEY)" },
+  ],
+  examples: [
+    "service-api apikey --create --name \"deploy key\" --roles ADMIN --json",
+    "service-api apikey --delete --name \"deploy key\"",
+  ],
+  run,
+};

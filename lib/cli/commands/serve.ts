@@ -1,13 +1,14 @@
 /**
- * The `serve` command's flow: resolve host, port and store like the CLI does, listen, and on
- * SIGTERM or SIGINT stop accepting, let requests in flight finish, close the store, exit 0.
+ * The `serve` command: its flags and help text, and its flow: resolve host, port and store like the
+ * CLI does, listen, and on SIGTERM or SIGINT stop accepting, let requests in flight finish, close the
+ * store, exit 0. The service itself (GraphQL, HTTP) is imported only when the command runs.
  */
 import process from "node:process";
 import { ServiceError } from "../../core/errors.ts";
 import type { Output } from "../format.ts";
+import type { CommandDef } from "../command.ts";
 import { openKeyStore, parseStoreSpec } from "../../store/config.ts";
 import { resolveLogLevel } from "../../core/log.ts";
-import { serve } from "../../http/serve.ts";
 import { redactSecrets } from "../../core/secret.ts";
 
 export interface ServeFlags {
@@ -43,6 +44,7 @@ export async function runServe(
   const info = (line: string) => quiet || io.log(line);
   const host = (flags.host ?? env.HOST ?? "").trim() || "127.0.0.1";
   const port = resolvePort(flags.port, env);
+  const { serve } = await import("../../http/serve.ts");
   const store = await openKeyStore(parseStoreSpec(flags.store, env), io.debug);
   let server;
   try {
@@ -73,3 +75,14 @@ export async function runServe(
   info("stopped");
   return { exitCode: 0 };
 }
+
+/** `service-api serve`: flags, help text and `run`. */
+export const command: CommandDef<ServeFlags> = {
+  description: "Run the GraphQL service: POST /graphql with a bearer key, GET /healthz",
+  options: [
+    { flag: "--host <host>", help: "Interface to listen on (env HOST, default 127.0.0.1)" },
+    { flag: "--port <port>", help: "Port, 0 for any free one (env PORT, default 3001)", numeric: true },
+  ],
+  examples: ["service-api serve --port 3001"],
+  run: runServe,
+};

@@ -20,8 +20,7 @@ export interface FileOps {
 }
 
 /**
- * The callback API, promisified, rather than fs/promises: loading fs/promises (with the readline
- * and stream modules it pulls in) costs a cold start more than all of a create's file I/O.
+ * The callback API, promisified (rather than fs/promises: see bench/NOTES.md, CLI start-up).
  */
 export const threadPoolOps: FileOps = {
   open: promisify(fs.open),

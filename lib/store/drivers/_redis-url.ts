@@ -1,6 +1,6 @@
 /**
  * Redis URLs without their credentials, for every message and log line (issue 11, item 7). Small and
- * free of ioredis, so the CLI's start-up path (describeStore) can use it.
+ * free of ioredis, so describeStore can use it without loading the driver.
  *
  * A password may hold `@`, `/`, `:`, `%`, `?` or `#`, typed raw or percent-encoded; a URL parser then
  * misplaces the end of the credentials or fails. So everything between `//` and the last `@` is

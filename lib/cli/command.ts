@@ -1,0 +1,38 @@
+/**
+ * What a command module exports, after citty's `CommandDef`: its flags and help text as data, and a
+ * run function that returns what to print. `cli.ts` wires argv to them; commands never exit.
+ */
+import type { Output } from "./format.ts";
+import type { KeyBackend } from "../store/key-store.ts";
+
+/** One flag as cac takes it: `--name <name>` takes a value, `--json` does not. */
+export interface OptionDef {
+  flag: string;
+  help: string;
+  /** The value may arrive as a number (cac turns `--port 0x10` into 16); every other value stays as typed. */
+  numeric?: boolean;
+}
+
+/** Where a command reads its environment and writes what cannot wait for its result. */
+export interface CommandIO {
+  env: Record<string, string | undefined>;
+  /** A line for the operator (stderr). */
+  log: (line: string) => void;
+  /** Detail shown at LOG_LEVEL=debug, if enabled. */
+  debug?: (line: string) => void;
+  /** Writes to stdout (1) or stderr (2); returns an error code when the text could not be written. */
+  write: (fd: 1 | 2, text: string) => string | undefined;
+  /** A store to use instead of the one the flags and environment name (tests pass a memory store). */
+  store?: KeyBackend;
+  /** Whether a person can answer prompts; found out from the terminal when absent. */
+  interactive?: boolean;
+}
+
+/** A command: flags, help text and the function that runs it. */
+export interface CommandDef<Flags> {
+  description: string;
+  options: readonly OptionDef[];
+  examples: readonly string[];
+  /** Runs the command with the flags cac parsed (a method, so any command's def fits `CommandDef<object>`). */
+  run(flags: Flags, io: CommandIO): Promise<Output>;
+}

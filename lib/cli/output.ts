@@ -1,0 +1,68 @@
+/**
+ * Getting a command's output out: write(2) to stdout or stderr, and the delivery of a new key's
+ * secret, which is undone when it cannot be written (it was the secret's only copy).
+ */
+import { writeSync } from "node:fs";
+import type { Output } from "./format.ts";
+import type { KeyBackend } from "../store/key-store.ts";
+
+/** How long a reader that does not read may keep the command waiting before its output counts as lost. */
+const WRITE_PATIENCE_MS = 60_000;
+const pause = new Int32Array(new SharedArrayBuffer(4));
+
+/**
+ * Writes all of `text` to stdout (1) or stderr (2) with write(2), on the calling thread, so that a
+ * failure is known before the command ends. Returns the error code when the text could not be
+ * written (a reader that has gone away, a closed descriptor, a full disk).
+ */
+export function writeOut(fd: 1 | 2, text: string): string | undefined {
+  const bytes = new TextEncoder().encode(text);
+  let at = 0;
+  let waited = 0;
+  while (at < bytes.length) {
+    try {
+      at += writeSync(fd, bytes, at);
+    } catch (error) {
+      const code = (error as { code?: string }).code ?? "EIO";
+      // A full non-blocking pipe: wait for the reader here rather than hand the rest to a stream, whose
+      // failure would come too late to report (or, for a new key's secret, to undo the create).
+      if (code !== "EAGAIN" || waited >= WRITE_PATIENCE_MS) return code;
+      Atomics.wait(pause, 0, 0, 5);
+      waited += 5;
+    }
+  }
+}
+
+/**
+ * Writes a new key's secret while the store is still open: when it cannot be written, that secret had no
+ * other copy, so the create is undone (or, for an overwrite, the message says what is left) and the
+ * command fails. Any other output is returned unwritten, for the caller to print.
+ */
+export async function deliver(output: Output, store: KeyBackend, write: (fd: 1, text: string) => string | undefined): Promise<Output> {
+  if (!output.created || !output.stdout) return output;
+  const failed = write(1, output.stdout);
+  if (!failed) return { ...output, stdout: undefined };
+  return { notice: await undeliveredCreate(output.created, store, failed), exitCode: 1 };
+}
+
+/**
+ * What to do and say when a new key's secret could not be written (a full disk, a closed pipe): the
+ * output was its only copy. A plain create is undone, by id and only while the name still holds that
+ * key; an overwrite cannot be undone (the key it replaced is gone), so the message says what is left.
+ * Returns the one-line message.
+ */
+export async function undeliveredCreate(created: NonNullable<Output["created"]>, store: KeyBackend, reason: string): Promise<string> {
+  const { id, name } = created;
+  const lost = `Error: Could not write the new key's secret to stdout (${reason}).`;
+  const fix = `Delete it (service-api apikey --delete --name '${name}') or overwrite it again.`;
+  if (created.overwrite) {
+    return `${lost} Key '${name}' (id ${id}) is stored, replacing any earlier key of that name (which no longer works), but its secret is lost. ${fix}`;
+  }
+  try {
+    if (await store.deleteById(id)) return `${lost} The key was deleted again, so nothing changed: create it again.`;
+    return `${lost} Key '${name}' (id ${id}) was already deleted or replaced by someone else; nothing was undone.`;
+  } catch (error) {
+    const why = error instanceof Error ? error.message : String(error);
+    return `${lost} Undoing the create failed (${why}): key '${name}' (id ${id}) is stored but its secret is lost. ${fix}`;
+  }
+}
