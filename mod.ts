@@ -1,44 +1,41 @@
 /**
- * service-api as a library: the key store, its validators, the secret format and the formatter.
+ * service-api as a library: keys, their validation and policy, and the key store. The service and the
+ * client are their own entry points, so importing the store loads neither GraphQL nor an HTTP client:
+ *
+ *   service-api                 this module
+ *   service-api/server          createHandler (fetch-style), serve (node:http or Deno.serve), the schema
+ *   service-api/client          createClient, and a key backend over a running service
+ *   service-api/drivers/fs      the crash-safe file-system driver (unstorage)
+ *   service-api/drivers/redis   the Redis backend
  *
  * @example
  * import { createKeyStore, parseCreateInput } from "service-api";
  * const store = createKeyStore();
  * const { key } = await store.create(parseCreateInput({ name: "ci", roles: "ADMIN" }));
+ * (await store.verify(key))?.name; // "ci"
  */
 export { ACTIONS, RESOURCES, ROLE_DESCRIPTIONS, ROLES } from "./lib/core/model.ts";
-export type { ApiKeyInfo, AuthAction, CreatedKey, CreateKeyInput, Permission, Resource, Role, StoredKey } from "./lib/core/model.ts";
+export type { ApiKeyInfo, AuthAction, CreatedKey, CreateKeyInput, Permission, Resource, Role } from "./lib/core/model.ts";
 export { ERROR_CODES, type ErrorCode, isServiceError, ServiceError } from "./lib/core/errors.ts";
 export {
   CreateKeySchema,
   DescriptionSchema,
-  groupPermissions,
   NameSchema,
   parseCreateInput,
   parseInput,
-  permissionPairs,
   PermissionsSchema,
   RolesSchema,
 } from "./lib/core/input.ts";
-export { generateSecret, isWellFormedSecret, redactSecrets, SECRET_PREFIX, sha256Hex } from "./lib/core/secret.ts";
-export { type AtomicIndex, createKeyStore, createLocalAtomicIndex, type KeyStore, type KeyStoreOptions, type VerifiedKey } from "./lib/store/key-store.ts";
-export { defaultStoreDir, describeStore, openKeyStore, parseStoreSpec, type StoreSpec } from "./lib/store/config.ts";
-export { fsDriver, type FsDriverOptions } from "./lib/store/drivers/fs.ts";
-export { formatCreated, formatDeleted, formatError, formatList, formatNothingDeleted, type Output } from "./lib/cli/format.ts";
-export { type ApikeyContext, type ApikeyFlags, type KeyBackend, runApikey, type TerminalState } from "./lib/cli/commands/apikey.ts";
-export { can, canGrant, effectivePairs, effectivePermissions, escalation, type Grants, ROLE_PERMISSIONS } from "./lib/core/policy.ts";
+export { generateSecret, isWellFormedSecret, redactSecrets, SECRET_PREFIX } from "./lib/core/secret.ts";
+export { can, effectivePermissions, type Grants, ROLE_PERMISSIONS } from "./lib/core/policy.ts";
 export {
-  createSchema,
-  DOCUMENT_LIMITS,
-  FIELD_PERMISSIONS,
-  type GraphQLContext,
-  parseDocument,
-  validateDocument,
-} from "./lib/graphql/schema.ts";
-export { type FetchHandler, type HandlerOptions, MAX_BODY_BYTES } from "./lib/http/types.ts";
-export { createHandler } from "./lib/http/fetch.ts";
-export { type RunningServer, serve, type ServeOptions } from "./lib/http/serve.ts";
-export { type Client, ClientError, type ClientOptions, createClient, type GraphQLErrorInfo } from "./lib/client/client.ts";
-export { createRemoteBackend, openRemoteBackend, type RemoteBackendOptions } from "./lib/client/remote.ts";
-export { createDebug, createLogger } from "./lib/core/log.ts";
+  type AtomicIndex,
+  createKeyStore,
+  createLocalAtomicIndex,
+  type KeyBackend,
+  type KeyStore,
+  type KeyStoreOptions,
+  type VerifiedKey,
+} from "./lib/store/key-store.ts";
+export { defaultStoreDir, describeStore, openKeyStore, parseStoreSpec, type StoreSpec } from "./lib/store/config.ts";
 export { VERSION } from "./lib/core/version.ts";

@@ -10,7 +10,8 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { createStorage } from "unstorage";
-import { createKeyStore, fsDriver } from "../dist/mod.js";
+import { createKeyStore } from "../dist/mod.js";
+import { fsDriver } from "../dist/lib/store/drivers/fs.js";
 
 const run = promisify(execFile);
 const ROOT = resolve(import.meta.dirname, "..");

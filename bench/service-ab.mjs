@@ -11,7 +11,8 @@ import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { createStorage } from "unstorage";
-import { createKeyStore, fsDriver } from "../dist/mod.js";
+import { createKeyStore } from "../dist/mod.js";
+import { fsDriver } from "../dist/lib/store/drivers/fs.js";
 
 const ROOT = resolve(import.meta.dirname, "..");
 const argv = process.argv.slice(2);
