@@ -10,6 +10,7 @@ import {
   Kind,
   parse as graphqlParse,
   type SelectionSetNode,
+  specifiedRules,
   validate as graphqlValidate,
   type ValidationRule,
 } from "graphql";
@@ -32,6 +33,7 @@ export const DOCUMENT_LIMITS = {
 };
 
 const parsed = createLru<string, DocumentNode>(DOCUMENT_LIMITS.cacheSize);
+/** Results of validation with the specified rules only: see {@link validateDocument}. */
 const validations = new WeakMap<GraphQLSchema, WeakMap<DocumentNode, readonly GraphQLError[]>>();
 
 /**
@@ -88,19 +90,41 @@ function measure(document: DocumentNode): { depth: number; aliases: number; fiel
 }
 
 /**
- * `graphql`'s validate, remembered per document (documents come from the cache, so a repeated query
- * is validated once), plus limits on depth, aliases and fields. Errors carry
- * `extensions.code = "GRAPHQL_VALIDATION_FAILED"`.
+ * True for the rules `graphql` validates with by default. graphql-http passes a fresh copy of them
+ * on every request, so they are compared item by item, not by identity.
+ */
+function specifiedOnly(rules: readonly ValidationRule[] | undefined): boolean {
+  if (rules === undefined || rules === specifiedRules) return true;
+  return rules.length === specifiedRules.length && rules.every((rule, i) => rule === specifiedRules[i]);
+}
+
+/**
+ * `graphql`'s validate with `rules` (default: the specified rules), plus limits on depth, aliases
+ * and fields. Errors carry `extensions.code = "GRAPHQL_VALIDATION_FAILED"`. With the specified
+ * rules the result is remembered per schema and document (documents come from the parse cache, so
+ * a repeated query is validated once); with any other rules it is computed every time, as a cache
+ * keyed by rule sets would grow with callers that build their rules per request.
  */
 export function validateDocument(
   schema: GraphQLSchema,
   document: DocumentNode,
   rules?: readonly ValidationRule[],
 ): readonly GraphQLError[] {
+  if (!specifiedOnly(rules)) return validateUncached(schema, document, rules);
   let validated = validations.get(schema);
   if (!validated) validations.set(schema, validated = new WeakMap());
   const cached = validated.get(document);
   if (cached) return cached;
+  const errors = validateUncached(schema, document, specifiedRules);
+  validated.set(document, errors);
+  return errors;
+}
+
+function validateUncached(
+  schema: GraphQLSchema,
+  document: DocumentNode,
+  rules: readonly ValidationRule[] | undefined,
+): readonly GraphQLError[] {
   let errors = graphqlValidate(schema, document, rules, { maxErrors: 20 });
   if (errors.length === 0) {
     const { depth, aliases, fields } = measure(document);
@@ -115,7 +139,7 @@ export function validateDocument(
     if (problem) errors = [new GraphQLError(problem)];
     else errors = listLiteralErrors(document);
   }
-  errors = errors.map((e) =>
+  return errors.map((e) =>
     new GraphQLError(e.message, {
       nodes: e.nodes,
       source: e.source,
@@ -123,6 +147,4 @@ export function validateDocument(
       extensions: { code: "GRAPHQL_VALIDATION_FAILED" },
     })
   );
-  validated.set(document, errors);
-  return errors;
 }
