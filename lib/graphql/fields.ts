@@ -8,7 +8,6 @@ import { ServiceError } from "../core/errors.ts";
 import { DescriptionSchema, NameSchema, parseCreateInput, parseInput, PermissionsSchema, RolesSchema } from "../core/input.ts";
 import { can, effectivePermissions, escalation, type Grants } from "../core/policy.ts";
 import type { KeyStore } from "../store/key-store.ts";
-import { hostInfo } from "./info.ts";
 
 /** What every resolver sees: the authenticated key and the store. */
 export type GraphQLContext = {
@@ -87,7 +86,8 @@ export const QUERY: Readonly<Record<string, Rule>> = {
   getAvailableAuthActions: { needs: "PERMISSION:READ_ANY", keyOnly: true, resolve: () => [...ACTIONS] },
   me: { needs: "ME:READ_OWN", keyOnly: true, resolve: (_, { key }) => key },
   online: { needs: "ONLINE:READ_ANY", keyOnly: true, resolve: () => true },
-  info: { needs: "INFO:READ_ANY", resolve: () => hostInfo() },
+  // Each field of Info resolves itself (info.ts), so a request reads only the host facts it selects.
+  info: { needs: "INFO:READ_ANY", resolve: () => ({}) },
 };
 
 /** The rules of the `Mutation.apiKey` fields. */

@@ -8,6 +8,7 @@
 import { buildSchema, type GraphQLFieldResolver, GraphQLError, GraphQLObjectType, GraphQLScalarType, type GraphQLSchema, Kind } from "graphql";
 import { ACTIONS, RESOURCES, ROLES } from "../core/model.ts";
 import { API_KEY_MUTATIONS, authorize, type GraphQLContext, QUERY, type Rule } from "./fields.ts";
+import { INFO_FIELDS } from "./info.ts";
 
 export { FIELD_PERMISSIONS, type GraphQLContext } from "./fields.ts";
 export { DOCUMENT_LIMITS, parseDocument, validateDocument } from "./documents.ts";
@@ -161,6 +162,9 @@ export function createSchema(): GraphQLSchema {
   attach(schema.getQueryType()!, QUERY);
   attach(schema.getType("ApiKeyMutations") as GraphQLObjectType, API_KEY_MUTATIONS);
   schema.getMutationType()!.getFields().apiKey.resolve = () => ({});
+  // Reaching Info at all needed INFO:READ_ANY (checked on Query.info); its fields need nothing more.
+  const info = (schema.getType("Info") as GraphQLObjectType).getFields();
+  for (const [name, resolve] of Object.entries(INFO_FIELDS)) info[name].resolve = resolve;
   const scalar = schema.getType("PrefixedID") as GraphQLScalarType;
   Object.assign(scalar, {
     serialize: prefixedId,
