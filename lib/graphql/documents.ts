@@ -89,13 +89,18 @@ function measure(document: DocumentNode): { depth: number; aliases: number; fiel
   return totals;
 }
 
+// A plain copy: reading a frozen array item by item (as `specifiedRules` is) is several times slower.
+const SPECIFIED: readonly ValidationRule[] = [...specifiedRules];
+
 /**
  * True for the rules `graphql` validates with by default. graphql-http passes a fresh copy of them
  * on every request, so they are compared item by item, not by identity.
  */
 function specifiedOnly(rules: readonly ValidationRule[] | undefined): boolean {
   if (rules === undefined || rules === specifiedRules) return true;
-  return rules.length === specifiedRules.length && rules.every((rule, i) => rule === specifiedRules[i]);
+  if (rules.length !== SPECIFIED.length) return false;
+  for (let i = 0; i < rules.length; i++) if (rules[i] !== SPECIFIED[i]) return false;
+  return true;
 }
 
 /**
