@@ -1,0 +1,155 @@
+/**
+ * Parsing and validation of GraphQL documents: cached, and bounded so one request cannot cost much.
+ * The caps on lists and variables are in `limits.ts`.
+ */
+import {
+  type DocumentNode,
+  type FragmentDefinitionNode,
+  GraphQLError,
+  type GraphQLSchema,
+  Kind,
+  parse as graphqlParse,
+  type SelectionSetNode,
+  specifiedRules,
+  validate as graphqlValidate,
+  type ValidationRule,
+} from "graphql";
+import { createLru } from "../core/_lru.ts";
+import { listLiteralErrors } from "./limits.ts";
+
+/** Limits on one GraphQL document. */
+export const DOCUMENT_LIMITS = {
+  /** Parser tokens: far above any real query, far below what would make parsing slow. */
+  maxTokens: 2000,
+  /** Nesting of selections (the schema itself is 4 deep). */
+  maxDepth: 10,
+  /** Aliased fields: each one re-runs its resolver. */
+  maxAliases: 30,
+  /** Field selections after expanding fragments. */
+  maxFields: 500,
+  /** Documents remembered; longer queries are not cached. */
+  cacheSize: 500,
+  cacheMaxQueryLength: 16_384,
+};
+
+const parsed = createLru<string, DocumentNode>(DOCUMENT_LIMITS.cacheSize);
+/** Results of validation with the specified rules only: see {@link validateDocument}. */
+const validations = new WeakMap<GraphQLSchema, WeakMap<DocumentNode, readonly GraphQLError[]>>();
+
+/**
+ * `graphql`'s parse with a token limit and an LRU cache of parsed documents. Syntax errors carry
+ * `extensions.code = "GRAPHQL_PARSE_FAILED"`.
+ */
+export function parseDocument(query: string): DocumentNode {
+  const cached = parsed.get(query);
+  if (cached) return cached;
+  let document: DocumentNode;
+  try {
+    document = graphqlParse(query, { maxTokens: DOCUMENT_LIMITS.maxTokens, noLocation: false });
+  } catch (error) {
+    if (!(error instanceof GraphQLError)) throw error;
+    throw new GraphQLError(error.message, {
+      source: error.source,
+      positions: error.positions,
+      extensions: { code: "GRAPHQL_PARSE_FAILED" },
+    });
+  }
+  if (query.length <= DOCUMENT_LIMITS.cacheMaxQueryLength) parsed.set(query, document);
+  return document;
+}
+
+/** A document's fragment definitions by name. */
+export function fragmentsOf(document: DocumentNode): Map<string, FragmentDefinitionNode> {
+  const fragments = new Map<string, FragmentDefinitionNode>();
+  for (const def of document.definitions) if (def.kind === Kind.FRAGMENT_DEFINITION) fragments.set(def.name.value, def);
+  return fragments;
+}
+
+/** Depth, aliases and field count of a (valid) document's operations, fragments expanded. */
+function measure(document: DocumentNode): { depth: number; aliases: number; fields: number } {
+  const fragments = fragmentsOf(document);
+  const totals = { depth: 0, aliases: 0, fields: 0 };
+  const walk = (set: SelectionSetNode, depth: number): void => {
+    for (const selection of set.selections) {
+      if (totals.fields > DOCUMENT_LIMITS.maxFields) return; // already over: stop counting
+      if (selection.kind === Kind.FIELD) {
+        totals.fields++;
+        if (selection.alias) totals.aliases++;
+        totals.depth = Math.max(totals.depth, depth + 1);
+        if (selection.selectionSet) walk(selection.selectionSet, depth + 1);
+      } else if (selection.kind === Kind.INLINE_FRAGMENT) {
+        walk(selection.selectionSet, depth);
+      } else {
+        const fragment = fragments.get(selection.name.value);
+        if (fragment) walk(fragment.selectionSet, depth);
+      }
+    }
+  };
+  for (const def of document.definitions) if (def.kind === Kind.OPERATION_DEFINITION) walk(def.selectionSet, 0);
+  return totals;
+}
+
+// A plain copy: reading a frozen array item by item (as `specifiedRules` is) is several times slower.
+const SPECIFIED: readonly ValidationRule[] = [...specifiedRules];
+
+/**
+ * True for the rules `graphql` validates with by default. graphql-http passes a fresh copy of them
+ * on every request, so they are compared item by item, not by identity.
+ */
+function specifiedOnly(rules: readonly ValidationRule[] | undefined): boolean {
+  if (rules === undefined || rules === specifiedRules) return true;
+  if (rules.length !== SPECIFIED.length) return false;
+  for (let i = 0; i < rules.length; i++) if (rules[i] !== SPECIFIED[i]) return false;
+  return true;
+}
+
+/**
+ * `graphql`'s validate with `rules` (default: the specified rules), plus limits on depth, aliases
+ * and fields. Errors carry `extensions.code = "GRAPHQL_VALIDATION_FAILED"`. With the specified
+ * rules the result is remembered per schema and document (documents come from the parse cache, so
+ * a repeated query is validated once); with any other rules it is computed every time, as a cache
+ * keyed by rule sets would grow with callers that build their rules per request.
+ */
+export function validateDocument(
+  schema: GraphQLSchema,
+  document: DocumentNode,
+  rules?: readonly ValidationRule[],
+): readonly GraphQLError[] {
+  if (!specifiedOnly(rules)) return validateUncached(schema, document, rules);
+  let validated = validations.get(schema);
+  if (!validated) validations.set(schema, validated = new WeakMap());
+  const cached = validated.get(document);
+  if (cached) return cached;
+  const errors = validateUncached(schema, document, specifiedRules);
+  validated.set(document, errors);
+  return errors;
+}
+
+function validateUncached(
+  schema: GraphQLSchema,
+  document: DocumentNode,
+  rules: readonly ValidationRule[] | undefined,
+): readonly GraphQLError[] {
+  let errors = graphqlValidate(schema, document, rules, { maxErrors: 20 });
+  if (errors.length === 0) {
+    const { depth, aliases, fields } = measure(document);
+    const limits = DOCUMENT_LIMITS;
+    const problem = depth > limits.maxDepth
+      ? `Query is too deep: ${depth} levels, the limit is ${limits.maxDepth}`
+      : aliases > limits.maxAliases
+      ? `Query has too many aliases: ${aliases}, the limit is ${limits.maxAliases}`
+      : fields > limits.maxFields
+      ? `Query selects too many fields: more than ${limits.maxFields} after expanding fragments`
+      : undefined;
+    if (problem) errors = [new GraphQLError(problem)];
+    else errors = listLiteralErrors(document);
+  }
+  return errors.map((e) =>
+    new GraphQLError(e.message, {
+      nodes: e.nodes,
+      source: e.source,
+      positions: e.positions,
+      extensions: { code: "GRAPHQL_VALIDATION_FAILED" },
+    })
+  );
+}

@@ -1,0 +1,169 @@
+/**
+ * The rule of each field: the permission it needs and how it resolves. Every field names the
+ * permission it needs; a key without it gets `null` for that field and a `FORBIDDEN` error (a
+ * standard partial result). Input goes through the same valibot schemas as the CLI.
+ */
+import { ACTIONS, type ApiKeyInfo, type AuthAction, type Permission, type Resource, RESOURCES, ROLES, type Role } from "../core/model.ts";
+import { ServiceError } from "../core/errors.ts";
+import { DescriptionSchema, NameSchema, parseCreateInput, parseInput, PermissionsSchema, RolesSchema } from "../core/input.ts";
+import { can, effectivePermissions, escalation, type Grants } from "../core/policy.ts";
+import type { KeyStore } from "../store/key-store.ts";
+
+/** What every resolver sees: the authenticated key and the store. */
+export type GraphQLContext = {
+  key: ApiKeyInfo;
+  store: KeyStore;
+  /** This request's `store.list()`, once asked for. */
+  listed?: Promise<ApiKeyInfo[]>;
+};
+
+type Args = Record<string, any>;
+type Resolver = (args: Args, context: GraphQLContext, source: any) => unknown;
+
+/** A field's permission: `RESOURCE:ACTION`, where an `_OWN` action is checked against the id the field acts on. */
+export interface Rule {
+  needs: `${Resource}:${AuthAction}`;
+  /** For `_ANY` rules: the id the field acts on; holding the matching `_OWN` action suffices when it is the caller's. */
+  own?: (args: Args) => readonly string[];
+  /** The answer depends on nothing but the caller's key and the arguments: not on the store, the host or the clock. */
+  keyOnly?: true;
+  resolve: Resolver;
+}
+
+function forbidden(message: string): ServiceError {
+  return new ServiceError("FORBIDDEN", message);
+}
+
+/** Throws `FORBIDDEN` unless the caller's key holds what `rule` needs for these arguments. */
+export function authorize(rule: Rule, args: Args, context: GraphQLContext): void {
+  const [resource, action] = rule.needs.split(":") as [Resource, AuthAction];
+  if (can(context.key, resource, action)) return;
+  const ownAction = action.replace(/_ANY$/, "_OWN") as AuthAction;
+  const ids = rule.own?.(args);
+  if (ids && ids.length > 0 && ids.every((id) => id === context.key.id) && can(context.key, resource, ownAction)) return;
+  throw forbidden(`Forbidden: this API key lacks the permission ${rule.needs}`);
+}
+
+/** Refuses to create or update a key with permissions the caller does not hold itself. */
+function noEscalation(actor: Grants, target: Grants): void {
+  const extra = escalation(actor, target);
+  if (extra.length) {
+    const shown = extra.slice(0, 5).join(", ") + (extra.length > 5 ? `, and ${extra.length - 5} more` : "");
+    throw forbidden(`Forbidden: an API key can only grant permissions it holds itself; missing ${shown}`);
+  }
+}
+
+async function target(store: KeyStore, id: string): Promise<ApiKeyInfo> {
+  const found = await store.get(id);
+  if (!found) throw new ServiceError("NOT_FOUND", `No API key found with id: ${id}`);
+  return found;
+}
+
+const grants = (roles: Role[] = [], permissions: Permission[] = []): Grants => ({ roles, permissions });
+
+/** The rules of the `Query` fields. */
+export const QUERY: Readonly<Record<string, Rule>> = {
+  // Read once per request however many aliases ask: 30 aliases must not mean 30 reads of every key.
+  apiKeys: { needs: "API_KEY:READ_ANY", resolve: (_, context) => (context.listed ??= context.store.list()) },
+  apiKey: { needs: "API_KEY:READ_ANY", own: (a) => [a.id], resolve: (a, { store }) => store.get(a.id) },
+  apiKeyPossibleRoles: { needs: "PERMISSION:READ_ANY", keyOnly: true, resolve: () => [...ROLES] },
+  apiKeyPossiblePermissions: {
+    needs: "PERMISSION:READ_ANY",
+    keyOnly: true,
+    resolve: () => RESOURCES.map((resource) => ({ resource, actions: [...ACTIONS] })),
+  },
+  getPermissionsForRoles: {
+    needs: "PERMISSION:READ_ANY",
+    keyOnly: true,
+    resolve: (a) => effectivePermissions(grants(parseInput(RolesSchema, a.roles))),
+  },
+  previewEffectivePermissions: {
+    needs: "PERMISSION:READ_ANY",
+    keyOnly: true,
+    resolve: (a) =>
+      effectivePermissions(grants(parseInput(RolesSchema, a.roles ?? []), parseInput(PermissionsSchema, a.permissions ?? []))),
+  },
+  getAvailableAuthActions: { needs: "PERMISSION:READ_ANY", keyOnly: true, resolve: () => [...ACTIONS] },
+  me: { needs: "ME:READ_OWN", keyOnly: true, resolve: (_, { key }) => key },
+  online: { needs: "ONLINE:READ_ANY", keyOnly: true, resolve: () => true },
+  // Each field of Info resolves itself (info.ts), so a request reads only the host facts it selects.
+  info: { needs: "INFO:READ_ANY", resolve: () => ({}) },
+};
+
+/** The rules of the `Mutation.apiKey` fields. */
+export const API_KEY_MUTATIONS: Readonly<Record<string, Rule>> = {
+  create: {
+    needs: "API_KEY:CREATE_ANY",
+    resolve: async ({ input }, { key, store }) => {
+      // Overwriting replaces (deletes) whatever key holds the name.
+      if (input.overwrite && !can(key, "API_KEY", "DELETE_ANY")) {
+        throw forbidden("Forbidden: overwrite replaces an existing key and needs API_KEY:DELETE_ANY");
+      }
+      // GraphQL sends `null` for an omitted optional field; the shared schemas expect it absent.
+      const parsed = parseCreateInput({
+        name: input.name,
+        description: input.description ?? undefined,
+        roles: input.roles ?? undefined,
+        permissions: input.permissions ?? undefined,
+      });
+      noEscalation(key, parsed);
+      return store.create(parsed, { overwrite: Boolean(input.overwrite) });
+    },
+  },
+  update: {
+    needs: "API_KEY:UPDATE_ANY",
+    own: (a) => [a.input.id],
+    resolve: async ({ input }, { key, store }) => {
+      const current = await target(store, input.id);
+      const patch: { name?: string; description?: string; roles?: Role[]; permissions?: Permission[] } = {};
+      if (input.name != null) patch.name = parseInput(NameSchema, input.name);
+      if (input.description !== undefined) patch.description = parseInput(DescriptionSchema, input.description ?? "") ?? "";
+      if (input.roles != null) patch.roles = parseInput(RolesSchema, input.roles);
+      if (input.permissions != null) patch.permissions = parseInput(PermissionsSchema, input.permissions);
+      noEscalation(key, current);
+      noEscalation(key, { roles: patch.roles ?? current.roles, permissions: patch.permissions ?? current.permissions });
+      return store.update(input.id, patch);
+    },
+  },
+  delete: {
+    needs: "API_KEY:DELETE_ANY",
+    own: (a) => a.input.ids,
+    resolve: async ({ input }, { store }) => {
+      const ids = [...new Set<string>(input.ids)];
+      if (ids.length === 0) throw new ServiceError("INVALID_INPUT", "Give at least one API key id to delete");
+      const found = await Promise.all(ids.map((id) => store.get(id)));
+      const missing = ids.filter((_, i) => !found[i]);
+      if (missing.length) throw new ServiceError("NOT_FOUND", `No API key found with id: ${missing.join(", ")}`);
+      const deleted = await Promise.all(ids.map((id) => store.deleteById(id)));
+      return deleted.every(Boolean);
+    },
+  },
+  addRole: {
+    needs: "API_KEY:UPDATE_ANY",
+    own: (a) => [a.input.apiKeyId],
+    resolve: async ({ input }, { key, store }) => {
+      const current = await target(store, input.apiKeyId);
+      const roles = ROLES.filter((r) => r === input.role || current.roles.includes(r));
+      noEscalation(key, current);
+      noEscalation(key, { roles, permissions: current.permissions });
+      await store.update(current.id, { roles });
+      return true;
+    },
+  },
+  removeRole: {
+    needs: "API_KEY:UPDATE_ANY",
+    own: (a) => [a.input.apiKeyId],
+    resolve: async ({ input }, { key, store }) => {
+      const current = await target(store, input.apiKeyId);
+      noEscalation(key, current);
+      await store.update(current.id, { roles: current.roles.filter((r) => r !== input.role) });
+      return true;
+    },
+  },
+};
+
+/** The permission each field needs, `"Query.apiKeys": "API_KEY:READ_ANY"`: for docs and tests. */
+export const FIELD_PERMISSIONS: Readonly<Record<string, string>> = Object.fromEntries([
+  ...Object.entries(QUERY).map(([field, rule]) => [`Query.${field}`, rule.needs]),
+  ...Object.entries(API_KEY_MUTATIONS).map(([field, rule]) => [`Mutation.apiKey.${field}`, rule.needs]),
+]);
