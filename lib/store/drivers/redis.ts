@@ -24,6 +24,7 @@ import { createStorage, type Driver, type Storage } from "unstorage";
 import redisDriver from "unstorage/drivers/redis";
 import { isServiceError, ServiceError } from "../../core/errors.ts";
 import type { AtomicIndex } from "../atomic.ts";
+import { guardReplies } from "./_redis-desync.ts";
 import { redactRedisUrl, redisRedactor } from "./_redis-url.ts";
 
 /** Compare and delete in one step on the server: the entry goes only if it still holds the expected value. */
@@ -129,11 +130,21 @@ export async function openRedisBackend(url: string, options: RedisBackendOptions
   const driver = redisDriver(clientOptions) as Driver<unknown, Redis>;
   const client = driver.getInstance!() as Redis;
   // Without a listener ioredis prints every connection error to the console; keep the latest for messages.
+  // After a desync, the errors of commands that die with the cut socket are not the cause: keep the desync.
+  let outOfStep = false;
   client.on("error", (error: Error) => {
-    lastError = reasonOf(error);
+    if (!outOfStep) lastError = reasonOf(error);
+  });
+  client.on("connect", () => {
+    outOfStep = false;
   });
   client.on("ready", () => {
     lastError = "";
+  });
+  // A reply out of turn cuts the connection (ioredis reconnects) instead of throwing from a socket event.
+  guardReplies(client, (reason) => {
+    lastError = reason;
+    outOfStep = true;
   });
 
   let timer: ReturnType<typeof setTimeout> | undefined;
