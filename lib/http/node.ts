@@ -25,8 +25,8 @@ export interface NodeListenOptions {
 }
 
 /**
- * Caps open connections. At the cap, a new connection evicts the oldest one that has no request in
- * flight (silent, trickling its headers, or idle between requests) rather than being refused, so
+ * Caps open connections. At the cap, a new connection evicts the oldest one whose request is not being
+ * handled (silent, trickling its headers or body, or idle between requests) rather than being refused, so
  * idle sockets held open by one client cannot lock out everyone else; when every connection is busy
  * the new one is closed.
  */
@@ -48,8 +48,12 @@ function capConnections(server: Server, max: number, busy: WeakSet<Socket>): voi
   });
 }
 
-/** Reads the whole body as text, or null as soon as it grows past `limit` (the rest is drained, up to a bound). */
-function readBody(req: IncomingMessage, limit: number): string | null | Promise<string | null> {
+/**
+ * Reads the whole body as text, or null as soon as it grows past `limit` (the rest is drained, up to a bound).
+ * While it waits for the client the socket is not `busy`: a body sent at a trickle (by anyone holding a
+ * key, even GUEST) is then as replaceable at the cap as trickled headers or an idle socket.
+ */
+function readBody(req: IncomingMessage, limit: number, busy: WeakSet<Socket>): string | null | Promise<string | null> {
   // When key verification had to wait for the store (a cache miss, Redis), the parser has usually
   // buffered a small body whole by now: take it at once instead of switching the stream to flowing.
   if (req.complete && req.readableFlowing === null) {
@@ -57,7 +61,9 @@ function readBody(req: IncomingMessage, limit: number): string | null | Promise<
     if (data === null) return "";
     return data.length > limit ? null : data.toString("utf8");
   }
-  return new Promise((resolve, reject) => {
+  const socket = req.socket;
+  busy.delete(socket);
+  return new Promise<string | null>((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
     let over = false;
@@ -73,10 +79,10 @@ function readBody(req: IncomingMessage, limit: number): string | null | Promise<
     const gone = () => reject(new ClientGone("The request body did not arrive"));
     req.on("error", gone);
     req.on("close", () => req.complete || gone());
-  });
+  }).finally(() => busy.add(socket)); // the handler runs again: not replaceable until it has answered
 }
 
-function toServiceRequest(req: IncomingMessage, limit: number): ServiceRequest {
+function toServiceRequest(req: IncomingMessage, limit: number, busy: WeakSet<Socket>): ServiceRequest {
   return {
     method: req.method ?? "GET",
     url: req.url ?? "/",
@@ -86,7 +92,7 @@ function toServiceRequest(req: IncomingMessage, limit: number): ServiceRequest {
         return value === undefined ? null : Array.isArray(value) ? value.join(", ") : value;
       },
     },
-    body: () => readBody(req, limit),
+    body: () => readBody(req, limit, busy),
   };
 }
 
@@ -109,7 +115,7 @@ export function listenNode(
     const socket = req.socket;
     busy.add(socket);
     try {
-      const response = await handle(toServiceRequest(req, options.maxBodyBytes));
+      const response = await handle(toServiceRequest(req, options.maxBodyBytes, busy));
       const headers: Record<string, string | number> = { ...response.headers };
       if (closing) headers.connection = "close";
       headers["content-length"] = response.body === null ? 0 : Buffer.byteLength(response.body);
