@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli } from "./helpers/cli.ts";
 import { type RedisServer, startRedis } from "./helpers/redis.ts";
 import { gql, type ServerProcess, startServer } from "./helpers/server.ts";
+import { openKeyStore, parseStoreSpec } from "../lib/store/config.ts";
 
 const ME = "{ me { id name } }";
 
@@ -14,17 +15,24 @@ interface Proxy {
   port: number;
   /** Writes `bytes` to every client connection, as if Redis had sent them. */
   inject(bytes: string): void;
+  /** Puts `bytes` in front of the next reply Redis sends, so a command in flight gets it. */
+  prefixNextReply(bytes: string): void;
   close(): Promise<void>;
 }
 
 /** Listens on a free port and pipes every connection to `targetPort`. */
 function startProxy(targetPort: number): Promise<Proxy> {
   const clients = new Set<Socket>();
+  let prefix = "";
   const server: Server = createServer((client) => {
     const upstream = new (client.constructor as typeof Socket)();
     upstream.connect(targetPort, "127.0.0.1");
     clients.add(client);
-    client.pipe(upstream).pipe(client);
+    client.pipe(upstream);
+    upstream.on("data", (data: Buffer) => {
+      if (prefix) client.write(prefix), (prefix = "");
+      client.write(data);
+    });
     const end = () => {
       clients.delete(client);
       client.destroy();
@@ -40,6 +48,7 @@ function startProxy(targetPort: number): Promise<Proxy> {
         inject: (bytes) => {
           for (const client of clients) client.write(bytes);
         },
+        prefixNextReply: (bytes) => void (prefix = bytes),
         close: () => {
           for (const client of clients) client.destroy();
           return new Promise((done) => server.close(() => done()));
@@ -122,6 +131,41 @@ describe("a Redis connection out of step", () => {
     );
     for (const status of results) expect([200, 401, 503]).toContain(status);
     expect(server.child.exitCode, server.stderr()).toBeNull();
+  });
+});
+
+describe("a stray reply while a command waits for its own", () => {
+  // A stray reply of the very shape the command expects (an integer for EXISTS) cannot be told from its
+  // own; that one command may then be refused (NAME_TAKEN), but nothing half-made or unusable is left.
+  it("a create completes with a working secret or fails (STORE_UNAVAILABLE, or a refusal), never leaving a half key", async () => {
+    const url = `redis://127.0.0.1:${proxy.port}/0?prefix=desync-create`;
+    const store = await openKeyStore(parseStoreSpec(undefined, { SERVICE_API_STORE: url }));
+    try {
+      for (const [i, stray] of ["$-1\r\n", "+OK\r\n", ":1\r\n", "*2\r\n:1\r\n$3\r\nabc\r\n"].entries()) {
+        for (let round = 0; round < 6; round++) {
+          await expect.poll(() => store.list().then(() => true, () => false), { timeout: 10_000 }).toBe(true);
+          const name = `fresh ${i} ${round}`;
+          proxy.prefixNextReply(stray);
+          const outcome = await store.create({ name, roles: ["GUEST"], permissions: [] }).then(
+            (created) => created,
+            (error) => error as { code?: string },
+          );
+          await expect.poll(() => store.list().then(() => true, () => false), { timeout: 10_000 }).toBe(true);
+          if ("key" in outcome) {
+            expect((await store.verify(outcome.key))?.name, JSON.stringify(stray)).toBe(name);
+          } else {
+            // Only a stray integer looks like a real EXISTS answer; any other shape is caught as out of step.
+            const allowed = stray === ":1\r\n" ? ["STORE_UNAVAILABLE", "NAME_TAKEN"] : ["STORE_UNAVAILABLE"];
+            expect(allowed, `${JSON.stringify(stray)}: ${String(outcome)}`).toContain(outcome.code);
+            const left = (await store.list()).filter((k) => k.name === name);
+            // A create cut off midway may have finished on the server: then the key is whole.
+            for (const key of left) expect(await store.getByName(name)).toMatchObject({ id: key.id });
+          }
+        }
+      }
+    } finally {
+      await store.close();
+    }
   });
 });
 
