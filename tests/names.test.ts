@@ -59,7 +59,7 @@ describe("new names", () => {
   });
 
   it.each([
-    ["deplo\u0336y"], ["\u0336"], ["a\u0301\u0301"], ["\u093F\u0915"], ["2\u093F"], ["x \u0BCD"], ["de\u20DDploy"],
+    ["deplo\u0336y"], ["\u0336"], ["a\u0301\u0301"], ["\u093F\u0915"], ["2\u093F"], ["x \u0BCD"], ["de\u20DDploy"], ["\u043A\u0489\u043B\u044E\u0447"],
   ])("keeps the reference message for %j: a mark of no script, or with no letter before it", (name) => {
     expect(problem(name)).toBe(
       "API key name must contain only letters, numbers, and spaces (Unicode letters are supported)",

@@ -17,8 +17,9 @@ export const NEED_ROLE_OR_PERMISSION = "Please add at least one role or permissi
 
 // Letters, digits, spaces, and the combining marks scripts such as Devanagari or Tamil are written
 // with: a mark must follow a letter (or another mark) and belong to a script of its own. Inherited and
-// Common marks (U+0336 long stroke overlay, U+20DD enclosing circle) would draw over any letter.
-const NAME_CHARS = /^(?:[\p{L}\p{N} ]|(?<=[\p{L}\p{M}])(?![\p{Script=Inherited}\p{Script=Common}])\p{M})+$/u;
+// Common marks (U+0336 long stroke overlay, U+20DD enclosing circle) would draw over any letter, and
+// so would enclosing marks of a script (U+0489 Cyrillic millions sign): those are refused.
+const NAME_CHARS = /^(?:[\p{L}\p{N} ]|(?<=[\p{L}\p{M}])(?![\p{Script=Inherited}\p{Script=Common}\p{Me}])\p{M})+$/u;
 // C0/C1 controls and bidirectional overrides would let a description rewrite the terminal or a log line.
 const UNSAFE_TEXT = /[\p{Cc}\u202A-\u202E\u2066-\u2069]/u;
 
