@@ -4,6 +4,7 @@
  * (exit 130). Private to lib/cli/prompts.ts; the prompt function is injectable so tests can script the answers.
  */
 import type { PromptOptions } from "consola";
+import process from "node:process";
 import { ServiceError } from "../core/errors.ts";
 
 /** consola's `prompt` signature, as far as we use it. Cancelling resolves to a symbol or rejects. */
@@ -61,12 +62,12 @@ function endOfInput(options: AskOptions): { ended: Promise<never>; stop: () => v
   const ended = new Promise<never>((_, no) => (reject = no));
   ended.catch(() => {}); // settled after the answer won the race: not unhandled
   const check = () =>
-    setImmediate(() => {
+    setTimeout(() => {
       if (stopped) return;
       stop();
       if (output?.isTTY) output.write("\x1b[?25h\n"); // cursor back, off the prompt's line
       reject(cancelled());
-    });
+    }, 0);
   const stop = () => {
     stopped = true;
     for (const event of ["pause", "end", "close"] as const) input?.off(event, check);
