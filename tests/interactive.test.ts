@@ -196,6 +196,41 @@ describe.skipIf(!hasTmux && !process.env.CI)("interactive mode at a real termina
     expect(await list()).toEqual(before);
   });
 
+  test("Ctrl-D (end of input) at the first prompt cancels: exit 130 and one JSON object with code CANCELLED", async () => {
+    term.start(["apikey", "--create", "--json", "--store", store]);
+    await term.waitFor(/API key name/);
+    term.keys("C-d");
+    expect(await term.exit()).toBe(130);
+    expect(term.screen()).toMatch(/\{"error":"Cancelled; nothing was changed","code":"CANCELLED"\}/);
+    expect(await list()).toEqual([]);
+  });
+
+  test("Ctrl-D at a later create prompt and at the delete confirmation cancels with 130, nothing changed", async () => {
+    term.start(["apikey", "--create", "--store", store]);
+    await term.waitFor(/API key name/);
+    term.type("new key");
+    term.keys("Enter");
+    await term.waitFor(/Description/);
+    term.keys("Enter");
+    await term.waitFor(/VIEWER\s+Read-only access/);
+    term.keys("C-d");
+    expect(await term.exit()).toBe(130);
+    expect(term.screen()).toMatch(/Cancelled; nothing was changed/);
+    expect(await list()).toEqual([]);
+    term.kill();
+
+    await createKey("keep me");
+    const before = await list();
+    term = new Terminal(dir);
+    term.start(["apikey", "--delete", "--store", store]);
+    await term.waitFor(/keep me/);
+    term.keys("Space", "Enter");
+    await term.waitFor(/Delete 1 API key/);
+    term.keys("C-d");
+    expect(await term.exit()).toBe(130);
+    expect(await list()).toEqual(before);
+  });
+
   test("Esc at the delete confirmation exits 130 and deletes nothing", async () => {
     await createKey("keep me");
     const before = await list();

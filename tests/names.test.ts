@@ -4,6 +4,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { LookupNameSchema, NameSchema, parseInput } from "../lib/core/input.ts";
 import { ServiceError } from "../lib/core/errors.ts";
 import { createKeyStore } from "../lib/store/key-store.ts";
+import { generateSecret } from "../lib/core/secret.ts";
 import { cliWithStore } from "./helpers/cli.ts";
 
 const problem = (name: string): string | null => {
@@ -51,6 +52,38 @@ describe("new names", () => {
     expect(problem(name)).toBeNull();
   });
 
+  it.each([
+    ["परीक्षण कुंजी"], ["தமிழ்"], ["हिन्दी 2"], ["ক্ষমা"], ["ಕನ್ನಡ"], ["ไทย"], ["מַפְתֵּחַ"],
+  ])("accepts %j, whose script needs combining marks", (name) => {
+    expect(problem(name)).toBeNull();
+  });
+
+  it.each([
+    ["deplo\u0336y"], ["\u0336"], ["a\u0301\u0301"], ["\u093F\u0915"], ["2\u093F"], ["x \u0BCD"], ["de\u20DDploy"], ["\u043A\u0489\u043B\u044E\u0447"],
+  ])("keeps the reference message for %j: a mark of no script, or with no letter before it", (name) => {
+    expect(problem(name)).toBe(
+      "API key name must contain only letters, numbers, and spaces (Unicode letters are supported)",
+    );
+  });
+
+  it.each([
+    ["deplo\u093Fy", "Latin and Devanagari"], ["\u0915\u0BCD", "Devanagari and Tamil"],
+  ])("refuses %j, a letter with another script's mark (%s)", (name, mix) => {
+    expect(problem(name)).toContain(`mixes ${mix}`);
+  });
+
+  it("refuses a mark repeated or piled up, which draws over itself", () => {
+    expect(problem("\u0915\u0941\u0941")).toMatch(/combining marks/);
+    expect(problem("\u0915\u093C\u0941\u0902\u0901\u0903")).toMatch(/combining marks/);
+  });
+
+  it("refuses a secret's body (without its sapi_ prefix) as a name: it would be stored in clear and listed", () => {
+    const body = generateSecret().slice("sapi_".length);
+    expect(problem(body)).toBe("API key name must not contain an API key secret: it would be stored in clear");
+    expect(problem(`ci ${body} old`)).toBe("API key name must not contain an API key secret: it would be stored in clear");
+    expect(problem("ci key 2024")).toBeNull();
+  });
+
   it("keeps the reference message for characters that are not letters, digits or spaces", () => {
     expect(problem("bad-name")).toBe(
       "API key name must contain only letters, numbers, and spaces (Unicode letters are supported)",
@@ -83,6 +116,22 @@ describe("the CLI and the library", () => {
     const wide = await cli("apikey", "--create", "--name", "\uFF44\uFF45\uFF50\uFF4C\uFF4F\uFF59 key", "--roles", "ADMIN");
     expect(wide.code).toBe(2);
     expect(wide.stderr).toContain('write "deploy key"');
+  });
+
+  it("creates a Devanagari-named key from the CLI and deletes it by that name", async () => {
+    const created = await cli("apikey", "--create", "--name", "परीक्षण कुंजी", "--roles", "GUEST", "--json");
+    expect(created.code, created.stderr).toBe(0);
+    expect(JSON.parse(created.stdout).name).toBe("परीक्षण कुंजी");
+    expect((await cli("apikey", "--delete", "--name", "परीक्षण कुंजी")).code).toBe(0);
+  });
+
+  it("refuses a secret's body as a name from the CLI with exit 2, and stores nothing", async () => {
+    const body = generateSecret().slice("sapi_".length);
+    const result = await cli("apikey", "--create", "--name", body, "--roles", "GUEST", "--json");
+    expect(result.code).toBe(2);
+    expect(result.stdout + result.stderr).not.toContain(body);
+    const list = await cli("apikey", "--list", "--json");
+    expect(list.stdout).not.toContain(body);
   });
 
   it("the store refuses a rename to an invisible name too", async () => {

@@ -1,9 +1,11 @@
 // The interactive flows with scripted answers: every question is checked against what the script
 // expects, and the store is a real in-memory key store.
 import type { PromptOptions } from "consola";
+import { PassThrough } from "node:stream";
 import { describe, expect, test } from "vitest";
 import type { KeyBackend } from "../lib/cli/commands/apikey.ts";
 import { ServiceError } from "../lib/core/errors.ts";
+import { createAsk } from "../lib/cli/_ask.ts";
 import { NAME_RULE, NEED_ROLE_OR_PERMISSION, parseCreateInput } from "../lib/core/input.ts";
 import {
   DELETE_DECLINED_MESSAGE,
@@ -538,5 +540,31 @@ describe("interactive delete", () => {
     const raced = await interactiveDelete({ delete: true }, backend, { prompt: r.prompt });
     expect(raced.exitCode).toBe(1);
     expect(await local.getByName("a")).not.toBeNull();
+  });
+});
+
+describe("end of input at a question", () => {
+  test("input ending while a question is open cancels it (CANCELLED), instead of waiting forever", async () => {
+    for (const end of ["end", "pause", "destroy"] as const) {
+      const input = new PassThrough();
+      input.resume();
+      const ask = createAsk(() => new Promise(() => {}), { input });
+      const answer = ask.text("Name?");
+      if (end === "end") input.end();
+      else if (end === "pause") input.pause(); // what Ctrl-D does: readline closes and pauses its input
+      else input.destroy();
+      await expect(answer, end).rejects.toMatchObject({ code: "CANCELLED" });
+    }
+  });
+
+  test("a prompt that pauses its input as it answers is answered, not cancelled", async () => {
+    const input = new PassThrough();
+    input.resume();
+    const ask = createAsk(async () => {
+      input.pause();
+      return "typed";
+    }, { input });
+    expect(await ask.text("Name?")).toBe("typed");
+    expect(await ask.confirm("Sure?", false)).toBe(false);
   });
 });

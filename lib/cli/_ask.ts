@@ -1,9 +1,10 @@
 /**
  * Typed questions over a consola-style `prompt(message, options)` function, with one cancellation
- * rule: Ctrl-C or Esc at any question becomes `ServiceError("CANCELLED")` (exit 130). Private to
- * lib/cli/prompts.ts; the prompt function is injectable so tests can script the answers.
+ * rule: Ctrl-C, Esc or end of input (Ctrl-D) at any question becomes `ServiceError("CANCELLED")`
+ * (exit 130). Private to lib/cli/prompts.ts; the prompt function is injectable so tests can script the answers.
  */
 import type { PromptOptions } from "consola";
+import process from "node:process";
 import { ServiceError } from "../core/errors.ts";
 
 /** consola's `prompt` signature, as far as we use it. Cancelling resolves to a symbol or rejects. */
@@ -35,16 +36,62 @@ const consolaPrompt: PromptFn = async (message, options) => {
 
 const cancelled = (cause?: unknown) => new ServiceError("CANCELLED", CANCELLED_MESSAGE, { cause });
 
+/** The input a prompt reads, as far as noticing its end goes. */
+export interface PromptInput {
+  on(event: "pause" | "end" | "close", listener: () => void): unknown;
+  off(event: "pause" | "end" | "close", listener: () => void): unknown;
+}
+
+export interface AskOptions {
+  /** Watched for end of input while a question is open: process.stdin with consola's prompt. */
+  input?: PromptInput;
+  /** Where the cursor is shown again after end of input (the prompt hid it): process.stdout with consola's prompt. */
+  output?: { isTTY?: boolean; write(text: string): unknown };
+}
+
+/**
+ * Rejects with CANCELLED when input ends while a question is open. consola's prompt never settles
+ * then: Ctrl-D closes its readline (which pauses the input) or stdin ends, nothing is left to wait
+ * for, and Node would exit 0 with no output. Checked a turn later, so a prompt that pauses the
+ * input as it submits has settled first; `beforeExit` catches any other way the wait goes idle.
+ */
+function endOfInput(options: AskOptions): { ended: Promise<never>; stop: () => void } {
+  const { input, output } = options;
+  let stopped = false;
+  let reject!: (error: unknown) => void;
+  const ended = new Promise<never>((_, no) => (reject = no));
+  ended.catch(() => {}); // settled after the answer won the race: not unhandled
+  const check = () =>
+    setTimeout(() => {
+      if (stopped) return;
+      stop();
+      if (output?.isTTY) output.write("\x1b[?25h\n"); // cursor back, off the prompt's line
+      reject(cancelled());
+    }, 0);
+  const stop = () => {
+    stopped = true;
+    for (const event of ["pause", "end", "close"] as const) input?.off(event, check);
+    process.off("beforeExit", check);
+  };
+  for (const event of ["pause", "end", "close"] as const) input?.on(event, check);
+  process.on("beforeExit", check);
+  return { ended, stop };
+}
+
 /** Wraps a prompt function into typed questions. */
-export function createAsk(prompt: PromptFn = consolaPrompt): Ask {
-  const ask = async (message: string, options: PromptOptions): Promise<unknown> => {
+export function createAsk(prompt: PromptFn = consolaPrompt, options?: AskOptions): Ask {
+  const watch = options ?? (prompt === consolaPrompt ? { input: process.stdin, output: process.stdout } : {});
+  const ask = async (message: string, promptOptions: PromptOptions): Promise<unknown> => {
     let answer: unknown;
+    const { ended, stop } = endOfInput(watch);
     try {
-      answer = await prompt(message, { ...options, cancel: "symbol" });
+      answer = await Promise.race([prompt(message, { ...promptOptions, cancel: "symbol" }), ended]);
     } catch (error) {
       // consola's `cancel: "reject"` mode, should a custom prompt function use it.
       if (error instanceof Error && error.name === "ConsolaPromptCancelledError") throw cancelled(error);
       throw error;
+    } finally {
+      stop();
     }
     if (typeof answer === "symbol") throw cancelled();
     return answer;

@@ -8,12 +8,17 @@
  * - Compatibility forms (full-width letters, ligatures, superscripts): a name must be its own NFKC
  *   form, so "ｄｅｐｌｏｙ" is refused with the plain spelling suggested rather than stored beside "deploy".
  * - Runs of spaces: "deploy  key" would pass for "deploy key".
+ * - Combining marks (which the character rule allows only after a letter, and only of a real script):
+ *   the same mark twice in a row, or more than MAX_MARKS in a row, draw over each other.
  * - Mixed scripts (UTS #39 "highly restrictive", per word): a word is in one script, or in one of the
  *   CJK combinations Latin+Han+Hiragana+Katakana, Latin+Han+Bopomofo, Latin+Han+Hangul. So "dеploy"
  *   with a Cyrillic "е" is refused. Digits and other Common characters belong to every script.
  */
 
 const INVISIBLE = /\p{Default_Ignorable_Code_Point}/u;
+const MARK = /\p{M}/u;
+/** Marks in a row on one letter: Devanagari needs up to 3 (nukta, vowel sign, anusvara), Tibetan stacks 4. */
+const MAX_MARKS = 4;
 
 // Scripts with their own letters; a letter in none of them counts as one "other" script, so two
 // unlisted scripts in one word are not told apart (none of the confusable pairs lies there).
@@ -59,6 +64,15 @@ export function nameLookAlikeProblem(name: string): string | null {
   }
   // "deploy  key" passes for "deploy key" in most fonts and tables.
   if (name.includes("  ")) return "API key name must not contain two spaces in a row";
+  let run = 0;
+  let previous = "";
+  for (const char of name) {
+    run = MARK.test(char) ? run + 1 : 0;
+    if (run > MAX_MARKS || (run > 1 && char === previous)) {
+      return `API key name must not repeat or pile up combining marks (found ${hex(char)} after ${run - 1} other${run === 2 ? "" : "s"})`;
+    }
+    previous = char;
+  }
   const plain = name.normalize("NFKC");
   if (plain !== name) {
     return `API key name must not contain full-width, ligature or other compatibility characters: write ${JSON.stringify(plain)}`;

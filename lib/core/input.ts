@@ -15,12 +15,17 @@ export const NAME_RULE =
   "API key name must contain only letters, numbers, and spaces (Unicode letters are supported)";
 export const NEED_ROLE_OR_PERMISSION = "Please add at least one role or permission to the key.";
 
-const NAME_CHARS = /^[\p{L}\p{N} ]+$/u;
+// Letters, digits, spaces, and the combining marks scripts such as Devanagari or Tamil are written
+// with: a mark must follow a letter (or another mark) and belong to a script of its own. Inherited and
+// Common marks (U+0336 long stroke overlay, U+20DD enclosing circle) would draw over any letter, and
+// so would enclosing marks of a script (U+0489 Cyrillic millions sign): those are refused.
+const NAME_CHARS = /^(?:[\p{L}\p{N} ]|(?<=[\p{L}\p{M}])(?![\p{Script=Inherited}\p{Script=Common}\p{Me}])\p{M})+$/u;
 // C0/C1 controls and bidirectional overrides would let a description rewrite the terminal or a log line.
 const UNSAFE_TEXT = /[\p{Cc}\u202A-\u202E\u2066-\u2069]/u;
 
 /**
- * A name to look a key up by: trimmed, NFC-normalized, letters (any script), digits and spaces, 1 to
+ * A name to look a key up by: trimmed, NFC-normalized, letters (any script, with their script's
+ * combining marks), digits and spaces, 1 to
  * 100 characters. Looser than `NameSchema`, so keys named before its look-alike rules can still be found.
  */
 export const LookupNameSchema = v.pipe(
@@ -39,6 +44,8 @@ export const NameSchema = v.pipe(
     const problem = dataset.typed ? nameLookAlikeProblem(dataset.value) : null;
     if (problem) addIssue({ message: problem });
   }),
+  // Names are stored in clear and listed: a secret's body pasted here (without `sapi_`) would leak.
+  v.check((s) => !containsSecret(s), "API key name must not contain an API key secret: it would be stored in clear"),
 );
 
 /** An optional free-text description, at most 1,000 characters; blank means none. */

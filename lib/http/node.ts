@@ -24,19 +24,32 @@ export interface NodeListenOptions {
   onAcceptError: (error: Error) => void;
 }
 
+/** A request body arriving slower than this (after the first second) does not keep its socket from being replaced. */
+const MIN_BODY_BYTES_PER_SECOND = 16 * 1024;
+
+/** Bodies being read: since when (ms) and how many bytes so far. */
+type Uploads = WeakMap<Socket, { since: number; bytes: number }>;
+
+/** True while a body read is behind the minimum rate: the client, not the server, is holding the socket. */
+function trickling(upload: { since: number; bytes: number } | undefined): boolean {
+  if (!upload) return false;
+  const elapsed = performance.now() - upload.since;
+  return elapsed > 1_000 && upload.bytes < (MIN_BODY_BYTES_PER_SECOND * elapsed) / 1_000;
+}
+
 /**
- * Caps open connections. At the cap, a new connection evicts the oldest one that has no request in
- * flight (silent, trickling its headers, or idle between requests) rather than being refused, so
- * idle sockets held open by one client cannot lock out everyone else; when every connection is busy
- * the new one is closed.
+ * Caps open connections. At the cap, a new connection evicts the oldest one with no request in flight
+ * (silent, trickling its headers, or idle between requests) or whose request body trickles in below
+ * MIN_BODY_BYTES_PER_SECOND, rather than being refused, so sockets held open by one client (even one
+ * holding a key) cannot lock out everyone else; when every connection is busy the new one is closed.
  */
-function capConnections(server: Server, max: number, busy: WeakSet<Socket>): void {
+function capConnections(server: Server, max: number, busy: WeakSet<Socket>, uploads: Uploads): void {
   const open = new Set<Socket>(); // insertion order: oldest first
   server.on("connection", (socket: Socket) => {
     if (open.size >= max) {
       let victim: Socket | undefined;
       for (const s of open) {
-        if (!busy.has(s)) (victim = s);
+        if (!busy.has(s) || trickling(uploads.get(s))) (victim = s);
         if (victim) break; // the oldest idle one
       }
       if (!victim) return void socket.destroy();
@@ -48,8 +61,12 @@ function capConnections(server: Server, max: number, busy: WeakSet<Socket>): voi
   });
 }
 
-/** Reads the whole body as text, or null as soon as it grows past `limit` (the rest is drained, up to a bound). */
-function readBody(req: IncomingMessage, limit: number): string | null | Promise<string | null> {
+/**
+ * Reads the whole body as text, or null as soon as it grows past `limit` (the rest is drained, up to a bound).
+ * Its progress goes to `uploads`, so a body sent at a trickle (by anyone holding a key, even GUEST) is as
+ * replaceable at the cap as trickled headers, while a steady upload is not.
+ */
+function readBody(req: IncomingMessage, limit: number, uploads: Uploads): string | null | Promise<string | null> {
   // When key verification had to wait for the store (a cache miss, Redis), the parser has usually
   // buffered a small body whole by now: take it at once instead of switching the stream to flowing.
   if (req.complete && req.readableFlowing === null) {
@@ -57,12 +74,16 @@ function readBody(req: IncomingMessage, limit: number): string | null | Promise<
     if (data === null) return "";
     return data.length > limit ? null : data.toString("utf8");
   }
-  return new Promise((resolve, reject) => {
+  const socket = req.socket;
+  const upload = { since: performance.now(), bytes: 0 };
+  uploads.set(socket, upload);
+  return new Promise<string | null>((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
     let over = false;
     req.on("data", (chunk: Buffer) => {
       size += chunk.length;
+      upload.bytes = size;
       if (!over && size <= limit) return void chunks.push(chunk);
       if (!over) (over = true), (chunks.length = 0), resolve(null);
       // Keep reading (so the client sees our 413, not a reset) but stop at 16x the limit.
@@ -73,10 +94,10 @@ function readBody(req: IncomingMessage, limit: number): string | null | Promise<
     const gone = () => reject(new ClientGone("The request body did not arrive"));
     req.on("error", gone);
     req.on("close", () => req.complete || gone());
-  });
+  }).finally(() => uploads.delete(socket));
 }
 
-function toServiceRequest(req: IncomingMessage, limit: number): ServiceRequest {
+function toServiceRequest(req: IncomingMessage, limit: number, uploads: Uploads): ServiceRequest {
   return {
     method: req.method ?? "GET",
     url: req.url ?? "/",
@@ -86,7 +107,7 @@ function toServiceRequest(req: IncomingMessage, limit: number): ServiceRequest {
         return value === undefined ? null : Array.isArray(value) ? value.join(", ") : value;
       },
     },
-    body: () => readBody(req, limit),
+    body: () => readBody(req, limit, uploads),
   };
 }
 
@@ -97,6 +118,7 @@ export function listenNode(
   let closing = false;
   /** Connections with a request in flight: never evicted at the cap. Kept by the handler (cheaper than more listeners). */
   const busy = new WeakSet<Socket>();
+  const uploads: Uploads = new WeakMap();
   const server = createServer({
     // Silent or trickling clients are cut off: headers must arrive within headersTimeout, the whole
     // request (body included) within requestTimeout. Node checks both on a timer; it runs every
@@ -109,7 +131,7 @@ export function listenNode(
     const socket = req.socket;
     busy.add(socket);
     try {
-      const response = await handle(toServiceRequest(req, options.maxBodyBytes));
+      const response = await handle(toServiceRequest(req, options.maxBodyBytes, uploads));
       const headers: Record<string, string | number> = { ...response.headers };
       if (closing) headers.connection = "close";
       headers["content-length"] = response.body === null ? 0 : Buffer.byteLength(response.body);
@@ -129,7 +151,7 @@ export function listenNode(
   // A socket with no traffic at all for twice the request timeout (a client that stopped reading our
   // answer) is closed; twice, so that a late request still gets its 408 from the checks above first.
   server.timeout = options.requestTimeoutMs * 2;
-  capConnections(server, options.maxConnections, busy);
+  capConnections(server, options.maxConnections, busy, uploads);
 
   return new Promise((resolve, reject) => {
     const failedListen = (error: NodeJS.ErrnoException) => {

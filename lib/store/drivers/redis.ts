@@ -24,6 +24,7 @@ import { createStorage, type Driver, type Storage } from "unstorage";
 import redisDriver from "unstorage/drivers/redis";
 import { isServiceError, ServiceError } from "../../core/errors.ts";
 import type { AtomicIndex } from "../atomic.ts";
+import { checkReplies, guardReplies, isCount, isFlag, okOrNil, type Shape, storedOrNil } from "./_redis-desync.ts";
 import { redactRedisUrl, redisRedactor } from "./_redis-url.ts";
 
 /** Compare and delete in one step on the server: the entry goes only if it still holds the expected value. */
@@ -37,6 +38,7 @@ return 0`;
 /** Deletes a lock only while it is still ours (the lease may have run out and passed to another holder). */
 const RELEASE = `if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) end return 0`;
 const LOCK_LEASE_MS = 5_000;
+
 
 /** Prefix of every Redis key the store writes, unless the URL says `?prefix=<name>`. */
 export const DEFAULT_REDIS_PREFIX = "service-api";
@@ -129,12 +131,23 @@ export async function openRedisBackend(url: string, options: RedisBackendOptions
   const driver = redisDriver(clientOptions) as Driver<unknown, Redis>;
   const client = driver.getInstance!() as Redis;
   // Without a listener ioredis prints every connection error to the console; keep the latest for messages.
+  // After a desync, the errors of commands that die with the cut socket are not the cause: keep the desync.
+  let desynced = false;
   client.on("error", (error: Error) => {
-    lastError = reasonOf(error);
+    if (!desynced) lastError = reasonOf(error);
+  });
+  client.on("connect", () => {
+    desynced = false;
   });
   client.on("ready", () => {
     lastError = "";
   });
+  // A reply out of turn cuts the connection (ioredis reconnects) instead of throwing from a socket event.
+  const outOfStep = guardReplies(client, (reason) => {
+    lastError = reason;
+    desynced = true;
+  });
+  checkReplies(client, outOfStep);
 
   let timer: ReturnType<typeof setTimeout> | undefined;
   try {
@@ -169,27 +182,37 @@ export async function openRedisBackend(url: string, options: RedisBackendOptions
   const redisKey = (key: string) => `${prefix}:${key}`;
   /** The member set of the entries under a key's parent: `names:<hash>` is listed in `<prefix>:members:names`. */
   const membersOf = (key: string) => redisKey(`members:${key.slice(0, Math.max(0, key.lastIndexOf(":")))}`);
-  const results = async (exec: Promise<[Error | null, unknown][] | null>): Promise<unknown[]> => {
+  // A stray reply while commands are in flight shifts every answer by one, which ioredis cannot see: a
+  // reply of the wrong shape is that, and must not read as "name taken" or "nothing there".
+  const results = async (exec: Promise<[Error | null, unknown][] | null>, ...shapes: Shape[]): Promise<unknown[]> => {
     const replies = await exec;
-    if (!replies) throw new Error("transaction aborted");
+    if (!replies) throw outOfStep(); // EXEC answers null only after a WATCH, which is never sent
     for (const [error] of replies) if (error) throw error;
-    return replies.map(([, value]) => value);
+    const values = replies.map(([, value]) => value);
+    if (values.length !== shapes.length || !shapes.every((ok, i) => ok(values[i]))) throw outOfStep();
+    return values;
+  };
+  const shaped = <T>(value: T, ok: Shape): T => {
+    if (!ok(value)) throw outOfStep();
+    return value;
   };
 
   const atomic: AtomicIndex = {
     claim: wrap(async (key, value) => {
-      const [set] = await results(client.multi().set(redisKey(key), value, "NX").sadd(membersOf(key), key).exec());
+      const [set] = await results(client.multi().set(redisKey(key), value, "NX").sadd(membersOf(key), key).exec(), okOrNil, isCount);
       return set === "OK";
     }),
     swap: wrap(async (key, value) => {
-      const [previous] = await results(client.multi().set(redisKey(key), value, "GET").sadd(membersOf(key), key).exec());
+      const [previous] = await results(client.multi().set(redisKey(key), value, "GET").sadd(membersOf(key), key).exec(), storedOrNil, isCount);
       return (previous as string | null) ?? null;
     }),
     take: wrap(async (key) => {
-      const [taken] = await results(client.multi().getdel(redisKey(key)).srem(membersOf(key), key).exec());
+      const [taken] = await results(client.multi().getdel(redisKey(key)).srem(membersOf(key), key).exec(), storedOrNil, isCount);
       return (taken as string | null) ?? null;
     }),
-    takeIf: wrap(async (key, value) => (await client.eval(TAKE_IF, 2, redisKey(key), membersOf(key), value, key)) === 1),
+    takeIf: wrap(async (key, value) =>
+      shaped(await client.eval(TAKE_IF, 2, redisKey(key), membersOf(key), value, key), isFlag) === 1
+    ),
     exclusive: async (key, fn) => {
       const lock = redisKey(`locks:${key}`);
       const token = crypto.randomUUID();
