@@ -1,9 +1,10 @@
 // The file store against an outside attacker (the attack report on the issue-11 fixes): the store's
 // owner racing root's CLI, a store moved aside and restored under a warm server, malformed records.
-import { chmodSync, linkSync, mkdirSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, linkSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { execFileSync, spawn } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { openKeyStore, parseStoreSpec } from "../lib/store/config.ts";
 import { CLI, runCli, type RunResult, tempDir } from "./helpers/cli.ts";
 
 const isRoot = process.getuid?.() === 0;
@@ -84,6 +85,54 @@ describe("root's CLI on another user's store acts as that user", () => {
     expect(run).toMatch(/sapi_/);
     expect(statSync(join(theirs, "keys")).uid).toBe(NOBODY);
   });
+});
+
+describe("a malformed record is no key, and breaks nothing else", () => {
+  const made = async (store: string, name: string) => {
+    const result = await runCli(["apikey", "--create", "--name", name, "--roles", "ADMIN", "--json", "--store", store]);
+    expect(result.code, result.stderr).toBe(0);
+    return JSON.parse(result.stdout) as { id: string; key: string };
+  };
+  const damages: Array<[string, (text: string) => string]> = [
+    ["a truncated", (text) => text.slice(0, 20)],
+    ["an empty", () => ""],
+    ["a wrongly typed (roles a string)", (text) => JSON.stringify({ ...JSON.parse(text), roles: "ADMIN" })],
+    ["a stored-under-another-id", (text) => JSON.stringify({ ...JSON.parse(text), id: crypto.randomUUID() })],
+  ];
+  for (const [how, damage] of damages) {
+    it(`${how} record: --list shows the others and says why at debug level; verify and get find no key; --delete --name removes what is left`, async () => {
+      const store = fresh();
+      const good = await made(store, "good");
+      const bad = await made(store, "bad");
+      const file = join(store, "keys", bad.id);
+      writeFileSync(file, damage(readFileSync(file, "utf8")));
+
+      const listed = await runCli(["apikey", "--list", "--json", "--store", store], { env: { LOG_LEVEL: "debug" } });
+      expect(listed.code, listed.stderr).toBe(0);
+      expect(JSON.parse(listed.stdout).keys.map((k: { name: string }) => k.name)).toEqual(["good"]);
+      expect(listed.stderr).toContain(`keys:${bad.id} is malformed`);
+      expect(listed.stderr).not.toContain(bad.key);
+
+      const server = await openKeyStore(parseStoreSpec(store));
+      try {
+        expect(await server.verify(bad.key)).toBeNull();
+        expect(await server.get(bad.id)).toBeNull();
+        expect((await server.verify(good.key))?.id).toBe(good.id);
+      } finally {
+        await server.close();
+      }
+
+      const deleted = await runCli(["apikey", "--delete", "--name", "bad", "--json", "--store", store]);
+      expect(deleted.code, deleted.stderr).toBe(0);
+      expect(JSON.parse(deleted.stdout)).toMatchObject({ deleted: 1, keys: [{ id: bad.id, name: "bad" }] });
+      const left = (folder: string) => readdirSync(join(store, folder)).map((f) => readFileSync(join(store, folder, f), "utf8"));
+      expect(readdirSync(join(store, "keys"))).toEqual([good.id]);
+      expect(left("names")).toEqual([good.id]);
+      // The secrets entry goes too, unless the damage took the hash with it (then it leads to no record).
+      if (!/truncated|empty/.test(how)) expect(left("secrets")).toEqual([good.id]);
+      expect((await list(store)).code).toBe(0);
+    });
+  }
 });
 
 const SWAP = `

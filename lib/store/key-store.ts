@@ -50,6 +50,7 @@ import { createLru } from "../core/_lru.ts";
 import { checkKeyInput, checkKeyPatch, lookupName } from "./_input.ts";
 import { isKeyId } from "../core/input.ts";
 import { describeSystemError } from "./_system-errors.ts";
+import { hashOf, isStoredKey, salvaged } from "./_record.ts";
 
 export { type AtomicIndex, createLocalAtomicIndex } from "./atomic.ts";
 import { type AtomicIndex, createLocalAtomicIndex } from "./atomic.ts";
@@ -128,9 +129,14 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
     : async () => String((await storage.getItem(REVISION)) ?? "");
 
   const nameKey = (name: string) => `names:${sha256Hex(name)}`;
-  // A malformed id names no key: not found, never a store error (see isKeyId).
-  const readRecord = async (id: string | null): Promise<StoredKey | null> =>
-    isKeyId(id) ? ((await storage.getItem<StoredKey>(`keys:${id}`)) ?? null) : null;
+  // A malformed id names no key: not found, never a store error (see isKeyId). Nor does a malformed record.
+  const readRecord = async (id: string | null): Promise<StoredKey | null> => {
+    if (!isKeyId(id)) return null;
+    const value = await storage.getItem(`keys:${id}`);
+    if (value === null || isStoredKey(value, id)) return value;
+    debug(`store: the record keys:${id} is malformed (truncated or edited?): read as no key`);
+    return null;
+  };
   const readId = async (key: string): Promise<string | null> => {
     const value = await storage.getItem(key);
     return typeof value === "string" ? value : null;
@@ -141,7 +147,7 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
   /** Removes what is left of a key once its name entry no longer points at it. */
   const discard = async (record: StoredKey | null) => {
     if (!record) return;
-    if ((await readId(`secrets:${record.hash}`)) === record.id) await storage.removeItem(`secrets:${record.hash}`);
+    if (record.hash && (await readId(`secrets:${record.hash}`)) === record.id) await storage.removeItem(`secrets:${record.hash}`);
     await storage.removeItem(`keys:${record.id}`);
   };
 
@@ -220,10 +226,22 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
         // Before too, in case this process dies mid-way. A store from before the revision was made at the first
         // create may have no revision file: on a full disk, remove the key first (freeing space), then bump.
         if (await storage.hasItem(names)) await bumpRevision().catch(tolerateNoSpace);
-        const record = await readRecord(await atomic.take(names));
+        const id = await atomic.take(names);
+        const record = await readRecord(id);
         if (record) {
           await bumpRevision();
           await atomic.exclusive(`keys:${record.id}`, () => discard(record)); // after any rename in flight
+        } else if (isKeyId(id)) {
+          // The name led to a malformed or missing record: its name entry is gone; remove what is left of it.
+          await bumpRevision();
+          await atomic.exclusive(`keys:${id}`, async () => {
+            const left = await storage.getItem(`keys:${id}`);
+            if (!isStoredKey(left, id) || (await readId(nameKey(left.name))) !== id) {
+              await discard({ id, hash: hashOf(left) ?? "" } as StoredKey);
+            }
+          });
+          debug(`delete: removed what was left of key ${id}`);
+          return salvaged(id, name);
         }
         debug(record ? `delete: removed key ${record.id}` : "delete: no key has that name");
         return record && publicView(record);
