@@ -17,6 +17,7 @@ export interface FileOps {
   link(existing: string, path: string): Promise<void>;
   readdir(path: string, options: { withFileTypes: true }): Promise<fs.Dirent[]>;
   opendir(path: string): Promise<fs.Dir>;
+  readFile(path: string, options: { encoding: "utf8"; flag: string }): Promise<string>;
 }
 
 /**
@@ -34,6 +35,7 @@ export const threadPoolOps: FileOps = {
   link: promisify(fs.link),
   readdir: promisify(fs.readdir),
   opendir: promisify(fs.opendir),
+  readFile: promisify(fs.readFile) as FileOps["readFile"],
 };
 
 /**
@@ -52,5 +54,6 @@ export const blockingOps: FileOps = {
   link: async (existing, path) => fs.linkSync(existing, path),
   readdir: async (path, options) => fs.readdirSync(path, options),
   opendir: async (path) => fs.opendirSync(path),
+  readFile: async (path, options) => fs.readFileSync(path, options),
 };
 
