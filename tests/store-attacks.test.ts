@@ -172,6 +172,47 @@ describe("listing many keys in a server", () => {
   }, 120_000);
 });
 
+describe("--store mistakes and a full disk get one clear line", () => {
+  it("refuses an empty --store with exit 2 instead of using the default store", async () => {
+    for (const empty of ["", "  "]) {
+      const result = await runCli(["apikey", "--list", "--store", empty]);
+      expect(result.code).toBe(2);
+      expect(result.stderr.trim()).toBe("Error: --store is empty. Give a directory, fs:<dir>, memory: or redis://host:port/db");
+    }
+  });
+
+  it("refuses to create a key in the CLI's memory: store, whose secret could never authenticate (exit 2); listing still works", async () => {
+    const created = await runCli(["apikey", "--create", "--name", "x", "--roles", "ADMIN", "--store", "memory:"]);
+    expect(created.code).toBe(2);
+    expect(created.stdout).not.toMatch(/sapi_/);
+    expect(created.stderr.trim().split("\n")).toHaveLength(1);
+    expect(created.stderr).toMatch(/memory: keeps keys only inside one process/);
+    expect((await runCli(["apikey", "--list", "--json", "--store", "memory:"])).stdout.trim()).toBe('{"keys":[]}');
+  });
+
+  let disk = "";
+  afterAll(() => {
+    if (disk) execFileSync("umount", [disk], { stdio: "ignore" });
+  });
+  it.skipIf(!isRoot)("a create on a full disk names the file it could not write (needs root for a tmpfs mount; CI runs as root)", async () => {
+    const at = join(tmp.dir, "full");
+    mkdirSync(at);
+    execFileSync("mount", ["-t", "tmpfs", "-o", "size=256k", "tmpfs", at]);
+    disk = at;
+    const store = join(disk, "s");
+    expect((await create(store, "first")).code).toBe(0);
+    try {
+      execFileSync("dd", ["if=/dev/zero", `of=${join(disk, "filler")}`, "bs=4k"], { stdio: "ignore" });
+    } catch {
+      // dd stops with an error once the disk is full: that is the point
+    }
+    const result = await create(store, "second");
+    expect(result.code).toBe(1);
+    expect(result.stderr.trim().split("\n")).toHaveLength(1);
+    expect(result.stderr).toMatch(new RegExp(`cannot (write|fsync|open) ${store}/\\S+: no space left on the device`));
+  });
+});
+
 const SWAP = `
 import ctypes, os, sys, time
 libc = ctypes.CDLL(None, use_errno=True)

@@ -51,6 +51,12 @@ function isAlive(pid: number): boolean {
   }
 }
 
+/** `error` naming `path` when it names none (errors of calls on a file descriptor). */
+function withPath(error: unknown, path: string): unknown {
+  if (error instanceof Error && (error as { path?: unknown }).path === undefined) Object.assign(error, { path });
+  return error;
+}
+
 function isCode(error: unknown, ...codes: string[]): boolean {
   return codes.includes((error as { code?: string })?.code ?? "");
 }
@@ -107,7 +113,7 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
       }
     } catch (error) {
       await removeFile(tmp).catch(() => {}); // a full disk must not leave half-written temporaries behind
-      throw error;
+      throw withPath(error, path); // a write or fsync by descriptor names no file: say which one
     }
     return tmp;
   };
