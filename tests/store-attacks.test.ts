@@ -13,6 +13,8 @@ import { CLI, runCli, type RunResult, tempDir } from "./helpers/cli.ts";
 const isRoot = process.getuid?.() === 0;
 const NOT_ROOT = "needs root: acts as a second Unix user with setpriv (CI runs as root)";
 const NOBODY = 65534;
+/** The system's python (a per-user shim, like pyenv's under /root, is out of the second user's reach). */
+const PYTHON = "/usr/bin/python3";
 const AS_NOBODY = ["setpriv", `--reuid=${NOBODY}`, `--regid=${NOBODY}`, "--clear-groups", "--"];
 
 let tmp: ReturnType<typeof tempDir>;
@@ -61,17 +63,22 @@ describe("root's CLI on another user's store acts as that user", () => {
     }
   });
 
-  it.skipIf(!isRoot)(`the owner swapping a folder for a link to a root directory mid-run gains nothing (${NOT_ROOT})`, async () => {
+  it.skipIf(!isRoot)(`the owner swapping a folder for a link to a root directory mid-run (renameat2 RENAME_EXCHANGE loop) gains nothing (${NOT_ROOT})`, async () => {
     const { store, target, victim } = await nobodysStore();
     symlinkSync(target, join(store, "keys_alt"));
     execFileSync("chown", ["-h", `${NOBODY}:${NOBODY}`, join(store, "keys_alt")]);
     // The attacker's loop (/tmp/attack-race/swap.py): exchange keys/ and the link, reopening keys/ each time.
-    const swapper = spawn(AS_NOBODY[0], [...AS_NOBODY.slice(1), "python3", "-c", SWAP, store, "6"], { stdio: "ignore" });
+    // A stress check: the window is microseconds wide, so even the old code got through 24 runs unharmed
+    // most times (the attacker needed 18 --list runs); the test above is the one that fails without the fix.
+    const swapper = spawn(AS_NOBODY[0], [...AS_NOBODY.slice(1), PYTHON, "-c", SWAP, store, "60"], { stdio: ["ignore", "pipe", "inherit"] });
+    let swaps = "";
+    swapper.stdout.setEncoding("utf8").on("data", (d) => (swaps += d));
     const done = new Promise((resolve) => swapper.on("close", resolve));
     const runs: RunResult[] = [];
     for (let i = 0; i < 24; i++) runs.push(await (i % 3 ? list(store) : create(store, `race ${i}`)));
     swapper.kill();
     await done;
+    expect(Number(/swaps (\d+)/.exec(swaps)?.[1])).toBeGreaterThan(1000); // the attack really ran meanwhile
     expectRootsStill(victim);
     expect(execFileSync("ls", ["-A", target], { encoding: "utf8" }).trim()).toBe("victim"); // nothing written there
     for (const run of runs) expect(run.stderr).not.toMatch(/\n\s+at /);
@@ -214,10 +221,11 @@ describe("--store mistakes and a full disk get one clear line", () => {
 });
 
 const SWAP = `
-import ctypes, os, sys, time
+import ctypes, os, signal, sys, time
 libc = ctypes.CDLL(None, use_errno=True)
 store = sys.argv[1]; end = time.time() + float(sys.argv[2])
 a = (store + "/keys").encode(); b = (store + "/keys_alt").encode(); n = 0
+signal.signal(signal.SIGTERM, lambda *_: (print("swaps", n, flush=True), sys.exit(0)))
 while time.time() < end:
     try: os.chmod(a if n % 2 == 0 else b, 0o777)
     except OSError: pass

@@ -12,6 +12,16 @@ import type { FileOps } from "./_fs-ops.ts";
 
 const isCode = (error: unknown, ...codes: string[]) => codes.includes((error as { code?: string })?.code ?? "");
 
+/** The path's own stat, or undefined when nothing is there any more (the store removed or replaced by a file). */
+function statOf(path: string) {
+  try {
+    return lstatSync(path, { throwIfNoEntry: false });
+  } catch (error) {
+    if (isCode(error, "ENOTDIR")) return undefined;
+    throw error;
+  }
+}
+
 export interface RevisionFilesOptions {
   files: FileOps;
   pathOf: (key: string) => string;
@@ -59,7 +69,7 @@ export function createRevisionFiles({ files, pathOf, durable, create }: Revision
     read(key: string): string {
       const held = open.get(key);
       if (held) {
-        const now = lstatSync(held.path, { throwIfNoEntry: false });
+        const now = statOf(held.path);
         if (now && now.ino === held.ino && now.dev === held.dev) {
           return buffer.toString("latin1", 0, readSync(held.fd, buffer, 0, buffer.length, 0));
         }
