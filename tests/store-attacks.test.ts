@@ -2,7 +2,7 @@
 // owner racing root's CLI, a store moved aside and restored under a warm server, malformed records.
 import { chmodSync, linkSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { execFileSync, spawn } from "node:child_process";
+import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createStorage } from "unstorage";
 import { openKeyStore, parseStoreSpec } from "../lib/store/config.ts";
@@ -83,6 +83,14 @@ describe("root's CLI on another user's store acts as that user", () => {
     expect(execFileSync("ls", ["-A", target], { encoding: "utf8" }).trim()).toBe("victim"); // nothing written there
     for (const run of runs) expect(run.stderr).not.toMatch(/\n\s+at /);
   }, 60_000);
+
+  it.skipIf(!isRoot)(`root that cannot switch users (no CAP_SETUID/CAP_SETGID) is refused on another user's store, never goes on as root (${NOT_ROOT})`, async () => {
+    const { store } = await nobodysStore();
+    const run = spawnSync("setpriv", ["--inh-caps=-all", "--bounding-set=-setuid,-setgid", "--", process.execPath, CLI, "apikey", "--create", "--name", "y", "--roles", "GUEST", "--store", store], { encoding: "utf8" });
+    expect(run.status).toBe(1);
+    expect(run.stdout).not.toMatch(/sapi_/);
+    expect(run.stderr.trim()).toMatch(/^Error: Key store unavailable: \S+ belongs to uid 65534, and this process cannot act as that user \(EPERM\)\. Run the command as uid 65534\.$/);
+  });
 
   it.skipIf(!isRoot)(`root on its own store and a user on theirs work as before (${NOT_ROOT})`, async () => {
     const mine = fresh();

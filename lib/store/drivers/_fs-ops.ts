@@ -17,16 +17,21 @@ export interface FileOps {
   link(existing: string, path: string): Promise<void>;
   readdir(path: string, options: { withFileTypes: true }): Promise<fs.Dirent[]>;
   opendir(path: string): Promise<fs.Dir>;
-  readFile(path: string, options: { encoding: "utf8"; flag: string }): Promise<string>;
+  /** The whole file as text, opened with these (numeric) flags. */
+  readText(path: string, flags: number): Promise<string>;
 }
+
+const openAsync = promisify(fs.open);
+const closeAsync = promisify(fs.close);
+const readFd = promisify(fs.readFile) as (fd: number, encoding: "utf8") => Promise<string>;
 
 /**
  * The callback API, promisified, rather than fs/promises: loading fs/promises (with the readline
  * and stream modules it pulls in) costs a cold start more than all of a create's file I/O.
  */
 export const threadPoolOps: FileOps = {
-  open: promisify(fs.open),
-  close: promisify(fs.close),
+  open: openAsync,
+  close: closeAsync,
   fsync: promisify(fs.fsync),
   writeFile: promisify(fs.writeFile),
   rename: promisify(fs.rename),
@@ -35,7 +40,15 @@ export const threadPoolOps: FileOps = {
   link: promisify(fs.link),
   readdir: promisify(fs.readdir),
   opendir: promisify(fs.opendir),
-  readFile: promisify(fs.readFile) as FileOps["readFile"],
+  // Through a descriptor: numeric open flags are the form every runtime's node:fs takes (Deno's too).
+  readText: async (path, flags) => {
+    const fd = await openAsync(path, flags);
+    try {
+      return await readFd(fd, "utf8");
+    } finally {
+      await closeAsync(fd);
+    }
+  },
 };
 
 /**
@@ -54,6 +67,6 @@ export const blockingOps: FileOps = {
   link: async (existing, path) => fs.linkSync(existing, path),
   readdir: async (path, options) => fs.readdirSync(path, options),
   opendir: async (path) => fs.opendirSync(path),
-  readFile: async (path, options) => fs.readFileSync(path, options),
+  readText: async (path, flags) => fs.readFileSync(path, { encoding: "utf8", flag: flags as unknown as string }),
 };
 

@@ -21,9 +21,16 @@ export function actAsOwner(path: string, uid: number, gid: number): number {
       `Key store unavailable: ${path} belongs to uid ${uid}, and root may work on another user's store only as that user, which this runtime cannot switch to. Run the command as uid ${uid} (for example: sudo -u '#${uid}' ...).`,
     ));
   }
-  // Groups first: once the uid is not root's any more, the groups can no longer be changed.
-  setgroups.call(process, [gid]);
-  setegid.call(process, gid);
-  seteuid.call(process, uid);
+  try {
+    // Groups first: once the uid is not root's any more, the groups can no longer be changed.
+    setgroups.call(process, [gid]);
+    setegid.call(process, gid);
+    seteuid.call(process, uid);
+  } catch (error) {
+    // Root without CAP_SETUID/CAP_SETGID (some containers): never go on as root on someone else's store.
+    throw new ServiceError("STORE_UNAVAILABLE", printable(
+      `Key store unavailable: ${path} belongs to uid ${uid}, and this process cannot act as that user (${(error as { code?: string })?.code ?? error}). Run the command as uid ${uid}.`,
+    ));
+  }
   return uid;
 }

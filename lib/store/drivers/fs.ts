@@ -128,7 +128,7 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
   const read = async (path: string, many = false): Promise<string | null> => {
     try {
       if (!trust.directory(dirname(path), false)) return null;
-      return many ? await files.readFile(path, readOptions) : readFileSync(path, readOptions);
+      return many ? await files.readText(path, READ_FLAGS) : readFileSync(path, readOptions);
     } catch (error) {
       if (isCode(error, "ENOENT", "ENOTDIR")) return null;
       if (isCode(error, "ELOOP")) throw plantedLink(path);
