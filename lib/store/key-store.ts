@@ -133,7 +133,8 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
   const nameKey = (name: string) => `names:${sha256Hex(name)}`;
   // A malformed id names no key: not found, never a store error (see isKeyId). Nor does a malformed record.
   const checked = (id: string, value: unknown): StoredKey | null => {
-    if (value === null || isStoredKey(value, id)) return value;
+    if (value === null || value === undefined) return null;
+    if (isStoredKey(value, id)) return value;
     debug(`store: the record keys:${id} is malformed (truncated or edited?): read as no key`);
     return null;
   };
