@@ -8,7 +8,7 @@ import { createStorage } from "unstorage";
 import { openKeyStore, parseStoreSpec } from "../lib/store/config.ts";
 import { fsDriver } from "../lib/store/drivers/fs.ts";
 import { createKeyStore } from "../lib/store/key-store.ts";
-import { CLI, runCli, type RunResult, tempDir } from "./helpers/cli.ts";
+import { CLI, ROOT, runCli, type RunResult, tempDir } from "./helpers/cli.ts";
 
 const isRoot = process.getuid?.() === 0;
 const NOT_ROOT = "needs root: acts as a second Unix user with setpriv (CI runs as root)";
@@ -91,6 +91,13 @@ describe("root's CLI on another user's store acts as that user", () => {
     expect(run.stdout).not.toMatch(/sapi_/);
     expect(run.stderr.trim()).toMatch(/^Error: Key store unavailable: \S+ belongs to uid 65534, and this process cannot act as that user \(EPERM\)\. Run the command as uid 65534\.$/);
   });
+
+  it.skipIf(!isRoot)(`under Deno, which cannot switch users, root is refused on another user's store with one line (${NOT_ROOT})`, async () => {
+    const { store } = await nobodysStore();
+    const run = spawnSync(join(ROOT, "node_modules/.bin/deno"), ["run", "-A", "cli.ts", "apikey", "--list", "--store", store], { cwd: ROOT, encoding: "utf8", timeout: 60_000 });
+    expect(run.status).toBe(1);
+    expect(run.stderr.trim()).toMatch(/^Error: Key store unavailable: \S+ belongs to uid 65534, and root may work on another user's store only as that user, which this runtime cannot switch to\./);
+  }, 60_000);
 
   it.skipIf(!isRoot)(`root on its own store and a user on theirs work as before (${NOT_ROOT})`, async () => {
     const mine = fresh();
