@@ -1,6 +1,6 @@
 // The file store against an outside attacker (the attack report on the issue-11 fixes): the store's
 // owner racing root's CLI, a store moved aside and restored under a warm server, malformed records.
-import { chmodSync, linkSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, cpSync, linkSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -90,6 +90,17 @@ describe("root's CLI on another user's store acts as that user", () => {
     expect(run.status).toBe(1);
     expect(run.stdout).not.toMatch(/sapi_/);
     expect(run.stderr.trim()).toMatch(/^Error: Key store unavailable: \S+ belongs to uid 65534, and this process cannot act as that user \(EPERM\)\. Run the command as uid 65534\.$/);
+  });
+
+  it.skipIf(!isRoot)(`an install the store's owner cannot read is refused up front, not with "Cannot find module" later (${NOT_ROOT})`, async () => {
+    const { store } = await nobodysStore();
+    const hidden = join(tmp.dir, "root-only");
+    mkdirSync(hidden, { mode: 0o700 });
+    cpSync(join(ROOT, "dist"), join(hidden, "dist"), { recursive: true });
+    symlinkSync(join(ROOT, "node_modules"), join(hidden, "node_modules"));
+    const run = spawnSync(process.execPath, [join(hidden, "dist/cli.cjs"), "serve", "--port", "0", "--store", store], { encoding: "utf8", timeout: 20_000 });
+    expect(run.status).toBe(1);
+    expect(run.stderr.trim()).toMatch(/^Error: Key store unavailable: \S+ belongs to uid 65534, and root works on it as that user, who cannot read this program/);
   });
 
   it.skipIf(!isRoot)(`under Deno, which cannot switch users, root is refused on another user's store with one line (${NOT_ROOT})`, async () => {

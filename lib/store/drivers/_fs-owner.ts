@@ -9,6 +9,8 @@
  * The switch is of the effective ids only (seteuid), and lasts for the rest of the process.
  * Deno has no seteuid: there, root on another user's store is refused.
  */
+import { closeSync, constants, openSync } from "node:fs";
+import { dirname, resolve } from "node:path";
 import { ServiceError } from "../../core/errors.ts";
 import { printable } from "../_system-errors.ts";
 
@@ -21,6 +23,8 @@ export function actAsOwner(path: string, uid: number, gid: number): number {
       `Key store unavailable: ${path} belongs to uid ${uid}, and root may work on another user's store only as that user, which this runtime cannot switch to. Run the command as uid ${uid} (for example: sudo -u '#${uid}' ...).`,
     ));
   }
+  const groups = process.getgroups?.() ?? [];
+  const egid = process.getegid?.() ?? 0;
   try {
     // Groups first: once the uid is not root's any more, the groups can no longer be changed.
     setgroups.call(process, [gid]);
@@ -30,6 +34,19 @@ export function actAsOwner(path: string, uid: number, gid: number): number {
     // Root without CAP_SETUID/CAP_SETGID (some containers): never go on as root on someone else's store.
     throw new ServiceError("STORE_UNAVAILABLE", printable(
       `Key store unavailable: ${path} belongs to uid ${uid}, and this process cannot act as that user (${(error as { code?: string })?.code ?? error}). Run the command as uid ${uid}.`,
+    ));
+  }
+  // Code loaded from now on (the HTTP server, prompts) is read as the owner too: an install the owner cannot
+  // read (under /root) would fail later with "Cannot find module". Say so now, as root again.
+  const program = process.argv[1] ? dirname(resolve(process.argv[1])) : "";
+  try {
+    if (program) closeSync(openSync(program, constants.O_RDONLY));
+  } catch {
+    seteuid.call(process, 0);
+    setegid.call(process, egid);
+    setgroups.call(process, groups);
+    throw new ServiceError("STORE_UNAVAILABLE", printable(
+      `Key store unavailable: ${path} belongs to uid ${uid}, and root works on it as that user, who cannot read this program (${program}). Install it where uid ${uid} can read it, or run the command as uid ${uid}.`,
     ));
   }
   return uid;
