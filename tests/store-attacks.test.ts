@@ -1,6 +1,6 @@
 // The file store against an outside attacker (the attack report on the issue-11 fixes): the store's
 // owner racing root's CLI, a store moved aside and restored under a warm server, malformed records.
-import { chmodSync, cpSync, linkSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, cpSync, linkSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -172,6 +172,26 @@ describe("a malformed record is no key, and breaks nothing else", () => {
 });
 
 describe("listing many keys in a server", () => {
+  it("skips a FIFO or a large record in the server's listing path instead of blocking or cutting it", async () => {
+    const store = fresh();
+    const ids: string[] = [];
+    for (const name of ["a", "b", "c"]) {
+      const made = await runCli(["apikey", "--create", "--name", name, "--roles", "ADMIN", "--json", "--store", store]);
+      ids.push(JSON.parse(made.stdout).id);
+    }
+    rmSync(join(store, "keys", ids[0]));
+    execFileSync("mkfifo", ["-m", "600", join(store, "keys", ids[0])]);
+    const big = join(store, "keys", ids[1]); // longer than one 16 KiB read: read whole, not cut
+    writeFileSync(big, JSON.stringify({ ...JSON.parse(readFileSync(big, "utf8")), description: "d".repeat(40_000) }));
+    const server = await openKeyStore(parseStoreSpec(store));
+    try {
+      const listed = await server.list();
+      expect(listed.map((k) => [k.name, k.description?.length ?? 0])).toEqual([["b", 40_000], ["c", 0]]);
+    } finally {
+      await server.close();
+    }
+  });
+
   it("never holds the event loop for the whole listing: 5,000 keys are read a few at a time", async () => {
     const store = fresh();
     const driver = fsDriver({ base: store, sync: false }); // a bulk load that can be redone: no fsync

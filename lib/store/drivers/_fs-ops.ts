@@ -23,7 +23,20 @@ export interface FileOps {
 
 const openAsync = promisify(fs.open);
 const closeAsync = promisify(fs.close);
-const readFd = promisify(fs.readFile) as (fd: number, encoding: "utf8") => Promise<string>;
+// From the file's current position (read(2), not pread(2)): a FIFO in place of an entry cannot seek.
+const readOn = (fd: number, buffer: Buffer) =>
+  new Promise<number>((done, fail) => fs.read(fd, buffer, 0, buffer.length, null, (error, read) => (error ? fail(error) : done(read))));
+
+/** Reads all of an open file: three trips through the thread pool for an entry (open, read, close), not five. */
+async function readAll(fd: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  for (;;) {
+    const chunk = Buffer.allocUnsafe(16 * 1024);
+    const read = await readOn(fd, chunk);
+    chunks.push(chunk.subarray(0, read));
+    if (read < chunk.length) return Buffer.concat(chunks).toString("utf8");
+  }
+}
 
 /**
  * The callback API, promisified, rather than fs/promises: loading fs/promises (with the readline
@@ -44,7 +57,7 @@ export const threadPoolOps: FileOps = {
   readText: async (path, flags) => {
     const fd = await openAsync(path, flags);
     try {
-      return await readFd(fd, "utf8");
+      return await readAll(fd);
     } finally {
       await closeAsync(fd);
     }
