@@ -204,4 +204,25 @@ describe("revocation when the revision file is replaced rather than rewritten", 
       done();
     }
   });
+
+  for (const [how, restore] of [
+    ["moved aside and copied back (mv, cp -a)", (store: string) => (renameSync(store, `${store}.old`), sh("cp", "-a", `${store}.old`, store))],
+    ["backed up with hard links (cp -al) and restored from them", (store: string) => (sh("cp", "-al", store, `${store}.bak`), rmSync(store, { recursive: true }), sh("cp", "-a", `${store}.bak`, store))],
+  ] as const) {
+    it(`a warm server notices a store ${how}: a key deleted afterwards is refused at once`, async () => {
+      const { dir, cleanup: done } = tempDir("service-api-revision-");
+      const store = join(dir, "keys");
+      const server = await openKeyStore(parseStoreSpec(store));
+      try {
+        const key = await created(store, "restored");
+        expect((await server.verify(key.key))?.id).toBe(key.id); // warm: the revision file is held open
+        restore(store); // the old revision file lives on elsewhere (nlink > 0), and no longer changes
+        await deleted(store, "restored");
+        expect(await server.verify(key.key)).toBeNull();
+      } finally {
+        await server.close();
+        done();
+      }
+    });
+  }
 });

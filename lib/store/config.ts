@@ -32,6 +32,8 @@ export function defaultStoreDir(env: Env = process.env): string {
  * @example parseStoreSpec("fs:/var/lib/keys") // { kind: "fs", dir: "/var/lib/keys" }
  */
 export function parseStoreSpec(value: string | undefined, env: Env = process.env): StoreSpec {
+  // Given but blank (`--store ""`, an unset shell variable): a mistake, not a wish for the default store.
+  if (value !== undefined && !value.trim()) throw new ServiceError("USAGE", "--store is empty. Give a directory, fs:<dir>, memory: or redis://host:port/db");
   const spec = value?.trim() || env.SERVICE_API_STORE?.trim() || "";
   if (!spec) return { kind: "fs", dir: defaultStoreDir(env) };
   if (spec === "memory:" || spec === "memory") return { kind: "memory" };
@@ -67,7 +69,16 @@ export async function openKeyStore(
   options: { oneShot?: boolean } = {},
 ): Promise<KeyStore> {
   debug?.(`store: ${describeStore(spec)}`);
-  if (spec.kind === "memory") return createKeyStore({ debug });
+  if (spec.kind === "memory") {
+    const store = createKeyStore({ debug });
+    // A one-shot process forgets its keys as it exits: a secret it printed could never authenticate anywhere.
+    if (options.oneShot) {
+      store.create = async () => {
+        throw new ServiceError("USAGE", "memory: keeps keys only inside one process, and the CLI exits at once: a key made there could never be used. Use a directory (fs:<dir>) or redis://, or --url to ask a running service");
+      };
+    }
+    return store;
+  }
   if (spec.kind === "fs") {
     const driver = fsDriver({ base: spec.dir, blocking: options.oneShot });
     driver.check(); // a bad, foreign or loose directory is reported before any work, and a server never starts on one

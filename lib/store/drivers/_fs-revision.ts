@@ -7,10 +7,20 @@
  *   full disk.
  */
 import { randomUUID } from "node:crypto";
-import { closeSync, constants, fstatSync, ftruncateSync, openSync, readSync, writeSync } from "node:fs";
+import { closeSync, constants, fstatSync, ftruncateSync, lstatSync, openSync, readSync, writeSync } from "node:fs";
 import type { FileOps } from "./_fs-ops.ts";
 
 const isCode = (error: unknown, ...codes: string[]) => codes.includes((error as { code?: string })?.code ?? "");
+
+/** The path's own stat, or undefined when nothing is there any more (the store removed or replaced by a file). */
+function statOf(path: string) {
+  try {
+    return lstatSync(path, { throwIfNoEntry: false });
+  } catch (error) {
+    if (isCode(error, "ENOTDIR")) return undefined;
+    throw error;
+  }
+}
 
 export interface RevisionFilesOptions {
   files: FileOps;
@@ -22,7 +32,8 @@ export interface RevisionFilesOptions {
 
 export function createRevisionFiles({ files, pathOf, durable, create }: RevisionFilesOptions) {
   const buffer = Buffer.alloc(64);
-  const open = new Map<string, { path: string; fd: number }>(); // read() is asked about the same key per request
+  // read() is asked about the same key per request: the file stays open, known by its (dev, ino).
+  const open = new Map<string, { path: string; fd: number; dev: number; ino: number }>();
 
   return {
     /**
@@ -50,15 +61,18 @@ export function createRevisionFiles({ files, pathOf, durable, create }: Revision
     },
 
     /**
-     * The current token ("" while there is none). The file stays open: pread plus fstat costs what one stat
-     * did (2.5 µs). A link count of 0 means the file was replaced (an older version renames a new one into
-     * place, a store restored or made again) or removed: the open copy no longer changes, so go back to the path.
+     * The current token ("" while there is none). The file stays open: a stat of the path plus a pread cost
+     * what one stat did (2.5 µs). When the path no longer names the open file (an older version renamed a
+     * new one into place; the store was removed, or moved aside and restored by `mv` and `cp -a`, while a
+     * hard-link backup keeps the old file alive), the open copy no longer changes: go back to the path.
      */
     read(key: string): string {
       const held = open.get(key);
       if (held) {
-        const length = readSync(held.fd, buffer, 0, buffer.length, 0);
-        if (fstatSync(held.fd).nlink > 0) return buffer.toString("latin1", 0, length);
+        const now = statOf(held.path);
+        if (now && now.ino === held.ino && now.dev === held.dev) {
+          return buffer.toString("latin1", 0, readSync(held.fd, buffer, 0, buffer.length, 0));
+        }
         open.delete(key);
         closeSync(held.fd);
       }
@@ -70,7 +84,8 @@ export function createRevisionFiles({ files, pathOf, durable, create }: Revision
         if (isCode(error, "ENOENT", "ENOTDIR")) return "";
         throw error;
       }
-      open.set(key, { path, fd });
+      const { dev, ino } = fstatSync(fd);
+      open.set(key, { path, fd, dev, ino });
       const length = readSync(fd, buffer, 0, buffer.length, 0);
       return buffer.toString("latin1", 0, length);
     },

@@ -4,8 +4,9 @@
  * The store belongs to the owner of its top directory. Every directory under it must be that owner's,
  * mode 0700 and not a symbolic link. What is ours and too loose is tightened; what belongs to someone
  * else is refused with a message naming the path and the fix. Root acting on another user's store (an
- * operator running the CLI on a service's store) gives what it creates to the store's owner, so the
- * service can still read it; any other user acting on a store it does not own is refused.
+ * operator running the CLI on a service's store) becomes that user for all store I/O first
+ * (`_fs-owner.ts`), so what it creates is the owner's and nothing is chowned; any other user acting on
+ * a store it does not own is refused.
  *
  * A directory found writable by others may already hold entries they planted, so when one is tightened
  * its entries are checked too. Once every level is the owner's and 0700 nobody else can add entries, so
@@ -15,6 +16,7 @@ import * as fs from "node:fs";
 import { dirname, join } from "node:path";
 import { isServiceError, ServiceError } from "../../core/errors.ts";
 import { describeSystemError, printable } from "../_system-errors.ts";
+import { actAsOwner } from "./_fs-owner.ts";
 
 const { constants } = fs;
 /** Opens a directory itself, never what a symbolic link in its place points at. */
@@ -31,10 +33,7 @@ export interface StoreTrust {
    * and every level between it and the store's directory can be trusted. False when it is missing.
    */
   directory(dir: string, create: boolean): boolean;
-  /**
-   * Makes a file this process just created the store's: 0600 whatever the umask, and the store owner's
-   * when root acts for another user. Costs nothing in the common case (an ordinary umask, one's own store).
-   */
+  /** Makes a file this process just created 0600 whatever the umask. Costs nothing under an ordinary umask. */
   adopt(fd: number): void;
 }
 
@@ -51,7 +50,7 @@ function refuse(message: string, code: "STORE_UNAVAILABLE" | "USAGE" = "STORE_UN
 
 /** Checks the directories of the store at `base` (an absolute path). */
 export function createStoreTrust(base: string): StoreTrust {
-  const euid = process.geteuid?.() ?? -1; // -1: no Unix users (Windows), nothing to compare
+  let euid = process.geteuid?.() ?? -1; // -1: no Unix users (Windows), nothing to compare
   const trusted = new Set<string>();
   let masksOwner = false; // a umask such as 0277 that would leave new files 0400
   try {
@@ -60,7 +59,6 @@ export function createStoreTrust(base: string): StoreTrust {
     // a runtime without umask: files keep the mode open() gave them
   }
   let owner = -1;
-  let group = -1;
 
   /**
    * Opens `path` as a directory and checks it; false when it is missing. Below the store's directory a
@@ -119,9 +117,8 @@ export function createStoreTrust(base: string): StoreTrust {
       const stat = fs.lstatSync(path, { throwIfNoEntry: false });
       if (!stat) continue;
       if (stat.isSymbolicLink()) throw plantedLink(path);
-      if (stat.uid === owner) continue;
-      if (stat.uid === euid && euid === 0) fs.lchownSync(path, owner, group); // made by root earlier: the owner's again
-      else refuse(`${path} belongs to uid ${stat.uid}, not to the store's owner (uid ${owner}), and its directory was open to other users: it may be planted. Remove it, or start a new store.`);
+      // By path, but as the owner (see _fs-owner.ts): a folder swapped meanwhile lends no rights.
+      if (stat.uid !== owner) refuse(`${path} belongs to uid ${stat.uid}, not to the store's owner (uid ${owner}), and its directory was open to other users: it may be planted. Remove it, or start a new store.`);
     }
   };
 
@@ -130,16 +127,12 @@ export function createStoreTrust(base: string): StoreTrust {
     if (euid === -1) return;
     if (path === base) {
       owner = stat.uid;
-      group = stat.gid;
-      if (euid !== 0 && euid !== owner) notYours(path, owner);
+      if (euid === 0 && owner !== 0) euid = actAsOwner(path, owner, stat.gid);
+      else if (euid !== owner) notYours(path, owner);
     }
-    let scan = false;
     if (stat.uid !== owner) {
-      if (euid !== 0 || stat.uid !== 0) {
-        refuse(`${path} belongs to uid ${stat.uid}, not to the store's owner (uid ${owner}): someone else may have planted it. Remove it, or if it is yours: chown -R ${owner} ${base}`);
-      }
-      fs.fchownSync(fd, owner, group); // left by root (ours): the owner's again, or the service cannot read it
-      scan = true;
+      // Root-owned leftovers of an older version's root runs included: as the owner, they cannot be repaired.
+      refuse(`${path} belongs to uid ${stat.uid}, not to the store's owner (uid ${owner}): someone else may have planted it. Remove it, or if it is yours: chown -R ${owner} ${base}`);
     }
     const mode = stat.mode & 0o777;
     if (mode !== 0o700) {
@@ -152,9 +145,15 @@ export function createStoreTrust(base: string): StoreTrust {
           refuse(`${path} is open to other users (mode ${octal(mode)}) and cannot be made private (${codeOf(error) || error}). Fix: chmod 700 ${path}`);
         }
       }
-      if (mode & 0o022) scan = true;
+      if (mode & 0o022) {
+        try {
+          checkEntries(path);
+        } catch (error) {
+          fs.fchmodSync(fd, mode); // left as found, so every later run refuses too until someone looks
+          throw error;
+        }
+      }
     }
-    if (scan) checkEntries(path);
   };
 
   /** Creates `path` (one level, its parent existing) private whatever the umask; false if it was there. */
@@ -209,13 +208,6 @@ export function createStoreTrust(base: string): StoreTrust {
     }
     if (!openChecked(dir)) return false;
     trusted.add(dir);
-    if (dir === base && euid === 0 && owner !== 0) {
-      // Root on a service's store: give back at once what an earlier root run left root's (meta/, say),
-      // which the service cannot even stat. Each folder is checked, and repaired, in full once.
-      for (const entry of fs.readdirSync(base, { withFileTypes: true })) {
-        if (entry.isDirectory()) trust(join(base, entry.name), false);
-      }
-    }
     return true;
   };
 
@@ -223,7 +215,6 @@ export function createStoreTrust(base: string): StoreTrust {
     directory,
     adopt(fd) {
       if (masksOwner) fs.fchmodSync(fd, 0o600);
-      if (euid === 0 && owner > 0) fs.fchownSync(fd, owner, group);
     },
   };
 }

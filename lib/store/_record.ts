@@ -1,0 +1,31 @@
+/**
+ * The shape of a stored key record, checked on every read: a record truncated by a crash of another
+ * program, edited by hand or written by a foreign tool must read as no key, never crash a listing or
+ * reach the access checks half-formed. Structural only (types, the id it is stored under, the hash's
+ * form), a few microseconds per record; what values are allowed was checked when it was written.
+ */
+import type { ApiKeyInfo, StoredKey } from "../core/model.ts";
+
+const HASH = /^[0-9a-f]{64}$/;
+const isStrings = (value: unknown): value is string[] => Array.isArray(value) && value.every((v) => typeof v === "string");
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null;
+
+/** True when `value` is a whole key record stored under `id`. */
+export function isStoredKey(value: unknown, id: string): value is StoredKey {
+  if (!isObject(value)) return false;
+  const { name, description, roles, permissions, createdAt, hash } = value;
+  return value.id === id && typeof name === "string" && (description === undefined || typeof description === "string") &&
+    isStrings(roles) && typeof createdAt === "string" && typeof hash === "string" && HASH.test(hash) &&
+    Array.isArray(permissions) && permissions.every((p) => isObject(p) && typeof p.resource === "string" && isStrings(p.actions));
+}
+
+/** The secret's hash a malformed record still names, if any: its secrets entry can then be removed too. */
+export function hashOf(value: unknown): string | undefined {
+  const hash = isObject(value) ? value.hash : undefined;
+  return typeof hash === "string" && HASH.test(hash) ? hash : undefined;
+}
+
+/** What can be said of a key whose record is malformed, for a delete's answer: its id and name. */
+export function salvaged(id: string, name: string): ApiKeyInfo {
+  return { id, name, roles: [], permissions: [], createdAt: "" };
+}
