@@ -88,3 +88,5 @@ export async function openKeyStore(
   const backend = await openRedisBackend(spec.url);
   return createKeyStore({ ...backend, debug });
 }
+
+export { bindThenSettleAsOwner } from "./drivers/_fs-owner.ts";

@@ -7,7 +7,7 @@ import process from "node:process";
 import { ServiceError } from "../../core/errors.ts";
 import type { Output } from "../format.ts";
 import type { CommandDef } from "../command.ts";
-import { openKeyStore, parseStoreSpec } from "../../store/config.ts";
+import { bindThenSettleAsOwner, openKeyStore, parseStoreSpec } from "../../store/config.ts";
 import { resolveLogLevel } from "../../core/log.ts";
 import { redactSecrets } from "../../core/secret.ts";
 
@@ -48,7 +48,9 @@ export async function runServe(
   const store = await openKeyStore(parseStoreSpec(flags.store, env), io.debug);
   let server;
   try {
-    server = await serve({
+    // Root on another user's store acts as that user (see the store's trust rules); a server binds its port
+    // first, which may need root, then drops root for good.
+    server = await bindThenSettleAsOwner(() => serve({
       store,
       host,
       port,
@@ -59,7 +61,7 @@ export async function runServe(
       },
       // Why the service answers 503, once per outage (at error level), and its end once (info).
       storeStatus: { down: (line) => silent || io.log(`error: ${line}`), up: info },
-    });
+    }));
   } catch (error) {
     await store.close();
     throw error;

@@ -51,3 +51,24 @@ export function actAsOwner(path: string, uid: number, gid: number): number {
   }
   return uid;
 }
+
+/**
+ * For a long-running process that root started on another user's store (`serve`): runs `bind` (listening,
+ * perhaps on a port below 1024) with root's effective ids back, then gives root up for good: real, effective
+ * and saved ids all become the store owner's, so a compromised server cannot take root back. Does nothing
+ * special when the process is not root acting as another user.
+ */
+export async function bindThenSettleAsOwner<T>(bind: () => Promise<T>): Promise<T> {
+  const p = process as Partial<Pick<typeof process, "getuid" | "geteuid" | "getegid" | "seteuid" | "setegid" | "setuid" | "setgid">>;
+  if (!p.getuid || !p.geteuid || !p.getegid || p.getuid() !== 0 || p.geteuid() === 0) return bind();
+  const uid = p.geteuid(), gid = p.getegid();
+  // Nothing reads the store while root's ids are back: no request is taken before `bind` resolves and this
+  // function returns, since connections are only accepted on a later turn of the event loop.
+  p.seteuid!(0);
+  try {
+    return await bind();
+  } finally {
+    p.setgid!(gid); // as root: real, effective and saved gid
+    p.setuid!(uid); // as root: real, effective and saved uid; root cannot be regained
+  }
+}
