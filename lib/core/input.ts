@@ -9,7 +9,7 @@ import { containsSecret, redactSecrets } from "./secret.ts";
 import { nameLookAlikeProblem } from "./_names.ts";
 
 export const NAME_MAX = 100;
-export const DESCRIPTION_MAX = 1000;
+const DESCRIPTION_MAX = 1000;
 
 export const NAME_RULE =
   "API key name must contain only letters, numbers, and spaces (Unicode letters are supported)";

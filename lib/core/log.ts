@@ -5,7 +5,7 @@
  */
 import type { ConsolaInstance } from "consola/basic";
 
-export const LOG_LEVEL_NAMES = ["silent", "error", "warn", "info", "debug", "trace"] as const;
+const LOG_LEVEL_NAMES = ["silent", "error", "warn", "info", "debug", "trace"] as const;
 export type LogLevelName = (typeof LOG_LEVEL_NAMES)[number];
 
 /** A level name from `LOG_LEVEL`; an unknown value falls back to info with a warning. */
@@ -21,7 +21,7 @@ export function resolveLogLevel(value: string | undefined): { level: LogLevelNam
  * A consola instance writing to stderr at the level `LOG_LEVEL` asks for. consola is imported on
  * demand: a command run at the default level never needs it (see `createDebug`).
  */
-export async function createLogger(env: Record<string, string | undefined> = process.env): Promise<ConsolaInstance> {
+async function createLogger(env: Record<string, string | undefined> = process.env): Promise<ConsolaInstance> {
   const { level, unknown } = resolveLogLevel(env.LOG_LEVEL);
   const { createConsola, LogLevels } = await import("consola/basic");
   const logger = createConsola({

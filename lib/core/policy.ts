@@ -59,7 +59,7 @@ for (const role of ROLES) {
  * The effective permissions as a set of `RESOURCE:ACTION` strings.
  * @example effectivePairs({ roles: ["GUEST"], permissions: [] }).has("ME:READ_OWN") // true
  */
-export function effectivePairs(grants: Grants): ReadonlySet<string> {
+function effectivePairs(grants: Grants): ReadonlySet<string> {
   const pairs = new Set<string>();
   for (const role of grants.roles) for (const pair of ROLE_PAIRS[role]) pairs.add(pair);
   for (const p of grants.permissions) addPairs(pairs, p);

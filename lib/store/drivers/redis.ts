@@ -41,7 +41,7 @@ const LOCK_LEASE_MS = 5_000;
 
 
 /** Prefix of every Redis key the store writes, unless the URL says `?prefix=<name>`. */
-export const DEFAULT_REDIS_PREFIX = "service-api";
+const DEFAULT_REDIS_PREFIX = "service-api";
 
 export interface RedisBackendOptions {
   /** Milliseconds to wait for the first connection (and for each reconnection attempt). */
