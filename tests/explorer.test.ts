@@ -2,7 +2,8 @@
 // dist/explorer/ (precompressed, cached, no CDN), loaded only on a browser's first request. Driven in
 // Debian's headless Chromium through playwright-core; CI installs /usr/bin/chromium, so a missing
 // browser fails the test rather than skipping it.
-import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { cpSync, existsSync, mkdirSync, readFileSync, symlinkSync } from "node:fs";
 import { request as httpRequest } from "node:http";
 import { join } from "node:path";
 import { brotliDecompressSync, gunzipSync } from "node:zlib";
@@ -194,6 +195,52 @@ describe("explorer in the CLI's service", () => {
       expect(cli.stderr()).not.toMatch(/explorer/);
     } finally {
       await cli.stop();
+    }
+  });
+});
+
+describe("explorer under Deno, from the sources", () => {
+  const tmp = tempDir();
+  afterAll(() => tmp.cleanup());
+
+  /** `deno run -A cli.ts serve --port 0` in `cwd`; resolves with its URL and a stop function. */
+  function denoServe(cwd: string) {
+    const child = spawn(join(ROOT, "node_modules/.bin/deno"), ["run", "-A", "cli.ts", "serve", "--port", "0", "--store", "memory:"], {
+      cwd,
+      env: { ...process.env, LOG_LEVEL: "", NO_COLOR: "1" },
+    });
+    let stderr = "";
+    return new Promise<{ url: string; stop(): void }>((resolve, reject) => {
+      const timer = setTimeout(() => (child.kill("SIGKILL"), reject(new Error(`deno serve did not start:\n${stderr}`))), 30_000);
+      child.stderr.setEncoding("utf8").on("data", (data) => {
+        stderr += data;
+        const match = /listening on (http:\/\/\S+)/.exec(stderr);
+        if (match) clearTimeout(timer), resolve({ url: match[1], stop: () => child.kill("SIGKILL") });
+      });
+    });
+  }
+
+  it("serves the built explorer when dist/ exists, else a page saying the explorer needs the built package", async () => {
+    const built = await denoServe(ROOT);
+    try {
+      const page = await get(built.url, "/graphql", { accept: "text/html", "accept-encoding": "br" });
+      expect(page.status).toBe(200);
+      expect(brotliDecompressSync(page.body).equals(readFileSync(join(ASSETS, "index.html")))).toBe(true);
+    } finally {
+      built.stop();
+    }
+    const sources = join(tmp.dir, "sources");
+    mkdirSync(sources);
+    for (const entry of ["cli.ts", "mod.ts", "deno.json", "package.json", "lib"]) cpSync(join(ROOT, entry), join(sources, entry), { recursive: true });
+    symlinkSync(join(ROOT, "node_modules"), join(sources, "node_modules"));
+    const bare = await denoServe(sources);
+    try {
+      const page = await get(bare.url, "/graphql", { accept: "text/html" });
+      expect(page.status).toBe(501);
+      expect(page.headers["content-type"]).toBe("text/html; charset=utf-8");
+      expect(page.body.toString()).toContain("The explorer is part of the built package");
+    } finally {
+      bare.stop();
     }
   });
 });

@@ -14,7 +14,7 @@ export type ExplorerRoute = (request: ServiceRequest, pathname: string) => Promi
 /** The explorer's route, or null when it is turned off (`explorer: false`, `--no-explorer`). */
 export function explorerRoute(enabled: boolean | undefined): ExplorerRoute | null {
   if (enabled === false) return null;
-  let loading: Promise<ExplorerRoute> | undefined;
+  let loading: Promise<(request: ServiceRequest, pathname: string) => Promise<ServiceResponse<string | Uint8Array<ArrayBuffer>>>> | undefined;
   return (request, pathname) => {
     if (request.method !== "GET") return null;
     if (pathname === "/graphql") {
@@ -23,10 +23,10 @@ export function explorerRoute(enabled: boolean | undefined): ExplorerRoute | nul
     } else if (!pathname.startsWith(EXPLORER_ASSETS)) {
       return null;
     }
-    loading ??= import("./explorer.ts").then(({ createExplorer }) => createExplorer()).catch((error) => {
+    loading ??= import("./explorer.ts").then(({ createExplorer }) => createExplorer(EXPLORER_ASSETS)).catch((error) => {
       loading = undefined;
       throw error;
     });
-    return loading.then((explorer) => explorer(request, pathname)!);
+    return loading.then((explorer) => explorer(request, pathname));
   };
 }

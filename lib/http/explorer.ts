@@ -8,11 +8,12 @@
 import { readFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { EXPLORER_ASSETS, type ExplorerRoute } from "./explorer-route.ts";
 import { errorResponse } from "./responses.ts";
-import type { ServiceResponse } from "./types.ts";
+import type { ServiceRequest, ServiceResponse } from "./types.ts";
 
 type Body = Uint8Array<ArrayBuffer>;
+/** Answers the page (`/graphql`) or a file under `assets`. */
+type Explorer = (request: ServiceRequest, pathname: string) => Promise<ServiceResponse<string | Body>>;
 interface Asset {
   type: string;
   identity: Body;
@@ -63,8 +64,11 @@ export function pickEncoding(header: string | null): "br" | "gzip" | "identity" 
   return accepts("br") ? "br" : accepts("gzip") ? "gzip" : "identity";
 }
 
-/** Creates the explorer's route handler; reads the manifest now and each file on its first request. */
-export async function createExplorer(): Promise<ExplorerRoute> {
+/**
+ * Creates the explorer, serving its files under `assets` (a path ending in `/`); reads the manifest now
+ * and each file on its first request.
+ */
+export async function createExplorer(assets: string): Promise<Explorer> {
   const found = await findAssets();
   if (!found) {
     return () =>
@@ -93,7 +97,7 @@ export async function createExplorer(): Promise<ExplorerRoute> {
     }
     return asset;
   };
-  const send = async (request: Parameters<ExplorerRoute>[0], file: string, headers: Record<string, string>): Promise<ServiceResponse<Body>> => {
+  const send = async (request: ServiceRequest, file: string, headers: Record<string, string>): Promise<ServiceResponse<Body>> => {
     const asset = await load(file);
     const encoding = pickEncoding(request.headers.get("accept-encoding"));
     return {
@@ -117,7 +121,7 @@ export async function createExplorer(): Promise<ExplorerRoute> {
         "x-frame-options": "DENY",
       });
     }
-    const file = pathname.slice(EXPLORER_ASSETS.length);
+    const file = pathname.slice(assets.length);
     if (file === manifest.page || !types.has(file)) {
       return Promise.resolve(errorResponse(404, "NOT_FOUND", "Not found: no such explorer file"));
     }
