@@ -68,7 +68,6 @@ export async function runServe(
     throw error;
   }
   info(`service-api listening on ${server.url} (POST ${server.url}/graphql, GET ${server.url}/healthz)`);
-  if (flags.explorer !== false) info(`explorer: open ${server.url}/graphql in a browser`);
   const signal = await new Promise<string>((resolve) => {
     process.once("SIGTERM", () => resolve("SIGTERM"));
     process.once("SIGINT", () => resolve("SIGINT"));
