@@ -7,6 +7,8 @@
 //                                Node (used only by the same V8; see the loader)
 //   dist/lazy/*.js               what only some commands need (GraphQL service, HTTP client, prompts,
 //                                Redis, consola), as ES modules loaded by import() on demand
+//   dist/explorer/               the browser explorer's assets (scripts/explorer-build.mjs), read by the
+//                                service only when a browser asks for them
 //
 // Start-up is the business of this file and the loader alone; library code is written plainly.
 // Why CommonJS for the start-up path: on a cold start Node's ES module loader costs about a tenth
@@ -23,6 +25,7 @@ import { chmodSync, copyFileSync, mkdtempSync, readFileSync, renameSync, rmSync,
 import { tmpdir } from "node:os";
 import { join, relative, resolve } from "node:path";
 import { build } from "esbuild";
+import { buildExplorer } from "./explorer-build.mjs";
 
 const ROOT = resolve(import.meta.dirname, "..");
 /** Each module the start-up path imports dynamically, and its file under dist/lazy/. */
@@ -67,6 +70,9 @@ const lazyImports = {
 const out = `.build-${process.pid}`;
 const old = `.build-old-${process.pid}`;
 try {
+  // Started first: esbuild and the compression run outside this thread while tsc runs.
+  const explorer = buildExplorer(out);
+  explorer.catch(() => {}); // awaited below; this keeps a failure from skipping the clean-up
   execFileSync(process.execPath, ["node_modules/typescript/bin/tsc", "-p", "tsconfig.json", "--outDir", out], {
     stdio: "inherit",
   });
@@ -116,6 +122,7 @@ try {
   } finally {
     rmSync(scratch, { recursive: true, force: true });
   }
+  await explorer;
   try {
     renameSync("dist", old);
   } catch {}

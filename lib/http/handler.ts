@@ -17,6 +17,7 @@ import { createAnswerCache } from "./answer-cache.ts";
 import { createErrorFormatter, errorResponse, internal, isStoreDown, JSON_TYPE, storeDown, storeFailure, tooLarge, unauthenticated } from "./responses.ts";
 import { type HandlerOptions, MAX_BODY_BYTES, type ServiceHandler, type ServiceRequest, type ServiceResponse } from "./types.ts";
 import { credential, paramsFromBody, paramsFromUrl, pathOf } from "./request.ts";
+import { explorerRoute } from "./explorer-route.ts";
 
 export { type FetchHandler, type HandlerOptions, MAX_BODY_BYTES, type ServiceHandler, type ServiceRequest, type ServiceResponse } from "./types.ts";
 
@@ -48,6 +49,7 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
     up: (line) => console.error(`service-api: ${line}`),
   });
   const answers = createAnswerCache();
+  const explorer = explorerRoute(options.explorer);
 
   const graphql = createGraphQLHttpHandler<ServiceRequest, undefined, GraphQLContext>({
     schema: createSchema(),
@@ -121,6 +123,8 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
       if (pathname === null) {
         return errorResponse(400, "BAD_REQUEST", "Invalid request target: send requests to /graphql", { connection: "close" });
       }
+      const page = explorer?.(request, pathname);
+      if (page) return await page;
       if (pathname === "/graphql") {
         const response = await handleGraphQL(request);
         if (response.status !== 503) outage.worked();

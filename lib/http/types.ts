@@ -19,6 +19,8 @@ export interface HandlerOptions {
    * recovers; default: both lines on stderr.
    */
   storeStatus?: StoreStatusLog;
+  /** Serve the explorer (GraphiQL) to browsers at `GET /graphql` (default true); false: JSON answers only. */
+  explorer?: boolean;
 }
 
 /** A fetch-style request handler. */
@@ -37,13 +39,13 @@ export interface ServiceRequest {
   body(): string | null | Promise<string | null>;
 }
 
-/** A response as the service produces it; adapters write it out. */
-export interface ServiceResponse {
+/** A response as the service produces it; adapters write it out. Bodies are text, but the explorer's files are bytes. */
+export interface ServiceResponse<Body extends string | Uint8Array<ArrayBuffer> = string> {
   status: number;
   headers: Record<string, string>;
-  body: string | null;
+  body: Body | null;
 }
 
 /** The runtime-neutral core of the service. */
-export type ServiceHandler = (request: ServiceRequest) => Promise<ServiceResponse>;
+export type ServiceHandler = (request: ServiceRequest) => Promise<ServiceResponse<string | Uint8Array<ArrayBuffer>>>;
 

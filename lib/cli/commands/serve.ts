@@ -15,6 +15,8 @@ export interface ServeFlags {
   host?: string;
   port?: string | number;
   store?: string;
+  /** False with `--no-explorer`: browsers get the JSON answers, not GraphiQL. */
+  explorer?: boolean;
 }
 
 type Env = Record<string, string | undefined>;
@@ -54,6 +56,7 @@ export async function runServe(
       store,
       host,
       port,
+      explorer: flags.explorer !== false,
       // The client got a generic 500; the operator gets the message (and the stack at LOG_LEVEL=debug).
       onError: (error) => {
         io.log(`internal error: ${redactSecrets(error instanceof Error ? error.message : String(error))}`);
@@ -84,6 +87,7 @@ export const command: CommandDef<ServeFlags> = {
   options: [
     { flag: "--host <host>", help: "Interface to listen on (env HOST, default 127.0.0.1)" },
     { flag: "--port <port>", help: "Port, 0 for any free one (env PORT, default 3001)", numeric: true },
+    { flag: "--no-explorer", help: "Do not serve the explorer (GraphiQL) to browsers at GET /graphql" },
   ],
   examples: ["service-api serve --port 3001"],
   run: runServe,
