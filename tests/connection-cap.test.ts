@@ -3,7 +3,7 @@
 import { connect, type Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createKeyStore, type KeyStore } from "../lib/store/key-store.ts";
-import { serve } from "../lib/http/handler.ts";
+import { serve } from "../lib/http/serve.ts";
 
 const ME = JSON.stringify({ query: "{ me { id name } }" });
 
