@@ -66,9 +66,9 @@ export function fragmentsOf(document: DocumentNode): Map<string, FragmentDefinit
 }
 
 /**
- * Depth, aliases and field count of a (valid) document's operations, fragments expanded. Selections under `__schema` and `__type` do not count towards the depth (the standard
- * introspection query is 15 deep, for `ofType` chains); they count towards aliases and fields, and
- * graphql-js's `MaxIntrospectionDepthRule` (among its specified rules since 16.9) bounds their nesting.
+ * Depth, aliases and field count of a (valid) document's operations, fragments expanded. Selections
+ * under `__schema` and `__type` do not count towards the depth (the standard introspection query is
+ * 15 deep, for `ofType` chains); they count towards aliases and fields, and graphql-js's `MaxIntrospectionDepthRule` (among its specified rules since 16.9) bounds their nesting.
  */
 function measure(document: DocumentNode): { depth: number; aliases: number; fields: number } {
   const fragments = fragmentsOf(document);

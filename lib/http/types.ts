@@ -19,6 +19,12 @@ export interface HandlerOptions {
    * recovers; default: both lines on stderr.
    */
   storeStatus?: StoreStatusLog;
+  /**
+   * Origins whose browser pages may call /graphql (CORS), each exactly `scheme://host[:port]`, or `["*"]`
+   * for any; also a comma-separated string. Default: none (CORS off, preflights get 405). No cookies
+   * are involved (keys are headers), so credentials are never allowed.
+   */
+  corsOrigins?: readonly string[] | string;
 }
 
 /** A fetch-style request handler. */

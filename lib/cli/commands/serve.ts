@@ -15,6 +15,7 @@ export interface ServeFlags {
   host?: string;
   port?: string | number;
   store?: string;
+  corsOrigin?: string;
 }
 
 type Env = Record<string, string | undefined>;
@@ -27,6 +28,14 @@ export function resolvePort(flag: string | number | undefined, env: Env = proces
     throw new ServiceError("USAGE", `Invalid port '${raw}': use a whole number from 0 to 65535 (0 picks a free port)`);
   }
   return port;
+}
+
+/**
+ * `--cors-origin`, else `SERVICE_API_CORS_ORIGINS`, or undefined (CORS off). `serve()` checks the origins
+ * (`http/cors.ts`), so that the service's code still loads only when the command runs.
+ */
+export function resolveCorsOrigins(flag: string | undefined, env: Env = process.env): string | undefined {
+  return (flag ?? env.SERVICE_API_CORS_ORIGINS ?? "").trim() || undefined;
 }
 
 /**
@@ -44,6 +53,7 @@ export async function runServe(
   const info = (line: string) => quiet || io.log(line);
   const host = (flags.host ?? env.HOST ?? "").trim() || "127.0.0.1";
   const port = resolvePort(flags.port, env);
+  const corsOrigins = resolveCorsOrigins(flags.corsOrigin, env);
   const { serve } = await import("../../http/serve.ts");
   const store = await openKeyStore(parseStoreSpec(flags.store, env), io.debug);
   let server;
@@ -52,6 +62,7 @@ export async function runServe(
       store,
       host,
       port,
+      corsOrigins,
       // The client got a generic 500; the operator gets the message (and the stack at LOG_LEVEL=debug).
       onError: (error) => {
         io.log(`internal error: ${redactSecrets(error instanceof Error ? error.message : String(error))}`);
@@ -82,6 +93,10 @@ export const command: CommandDef<ServeFlags> = {
   options: [
     { flag: "--host <host>", help: "Interface to listen on (env HOST, default 127.0.0.1)" },
     { flag: "--port <port>", help: "Port, 0 for any free one (env PORT, default 3001)", numeric: true },
+    {
+      flag: "--cors-origin <origins>",
+      help: "Browser origins allowed to call /graphql, comma-separated scheme://host[:port], or * (env SERVICE_API_CORS_ORIGINS, default none)",
+    },
   ],
   examples: ["service-api serve --port 3001"],
   run: runServe,
