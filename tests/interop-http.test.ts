@@ -7,6 +7,7 @@ import { type RunningServer, serve } from "../lib/http/serve.ts";
 import { createHandler } from "../lib/http/fetch.ts";
 import { negotiate } from "../lib/http/negotiate.ts";
 import { parseCorsOrigins } from "../lib/http/cors.ts";
+import { ServiceError } from "../lib/core/errors.ts";
 import { startServer } from "./helpers/server.ts";
 import { runCli } from "./helpers/cli.ts";
 
@@ -120,6 +121,19 @@ describe("GraphQL-over-HTTP MUSTs", () => {
     expect(unsupported.status).toBe(415);
     expect(unsupported.headers.get("content-type")).toMatch(/^application\/graphql-response\+json/);
     expect(unsupported.body.errors[0].extensions.code).toBe("UNSUPPORTED_MEDIA_TYPE");
+  });
+
+  it("answers a store outage (503) in the preferred media type too", async () => {
+    const down = { verify: () => Promise.reject(new ServiceError("STORE_UNAVAILABLE", "gone")) } as unknown as KeyStore;
+    const handler = createHandler({ store: down, onError: () => {}, storeStatus: { down: () => {}, up: () => {} } });
+    const response = await handler(new Request("http://x/graphql", {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json", accept: GR },
+      body: JSON.stringify({ query: "{ me { id } }" }),
+    }));
+    expect(response.status).toBe(503);
+    expect(response.headers.get("content-type")).toMatch(/^application\/graphql-response\+json/);
+    expect((await response.json()).errors[0].extensions.code).toBe("STORE_UNAVAILABLE");
   });
 
   it("gives every 4xx a Content-Type, a message and a code", async () => {

@@ -144,6 +144,14 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
     });
   };
 
+  /** The answer to a failure no one else answered: 503 for the store, 400 for a client gone, else 500. */
+  const failure = (error: unknown): ServiceResponse => {
+    if (isStoreDown(error)) return outage.failed(error), storeDown();
+    if (error instanceof ClientGone) return errorResponse(400, "BAD_REQUEST", error.message, { connection: "close" });
+    onError(error);
+    return internal();
+  };
+
   return async (request) => {
     try {
       const pathname = pathOf(request.url);
@@ -153,8 +161,14 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
       if (pathname === "/graphql") {
         if (cors && request.method === "OPTIONS") return cors.preflight(request);
         const mediaType = negotiate(request.headers.get("accept"));
-        const response = mediaType === null ? notAcceptable() : inMediaType(await handleGraphQL(request, mediaType), mediaType);
-        if (response.status !== 503) outage.worked();
+        let response: ServiceResponse;
+        try {
+          response = mediaType === null ? notAcceptable() : await handleGraphQL(request, mediaType);
+          if (response.status !== 503) outage.worked();
+        } catch (error) {
+          response = failure(error);
+        }
+        if (mediaType !== null) response = inMediaType(response, mediaType);
         return cors ? cors.decorate(request, response) : response;
       }
       if (pathname === "/healthz") {
@@ -169,10 +183,7 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
       }
       return errorResponse(404, "NOT_FOUND", "Not found: the GraphQL endpoint is POST /graphql");
     } catch (error) {
-      if (isStoreDown(error)) return outage.failed(error), storeDown();
-      if (error instanceof ClientGone) return errorResponse(400, "BAD_REQUEST", error.message, { connection: "close" });
-      onError(error);
-      return internal();
+      return failure(error);
     }
   };
 }
