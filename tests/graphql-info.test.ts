@@ -2,7 +2,7 @@
 import os from "node:os";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createKeyStore } from "../lib/store/key-store.ts";
-import { createHandler } from "../lib/http/handler.ts";
+import { createHandler } from "../lib/http/fetch.ts";
 
 const store = createKeyStore();
 const handler = createHandler({ store, onError: () => {} });
