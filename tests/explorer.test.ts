@@ -157,10 +157,11 @@ describe("explorer assets", () => {
     expect(json.status).toBe(401);
   });
 
-  it("explorer: false answers browsers as before (JSON), and serves no assets", async () => {
+  it("explorer: false answers browsers in JSON (406: the service has no HTML to give), and serves no assets", async () => {
     const page = await get(plain.url, "/graphql", { accept: "text/html" });
     expect(page.headers["content-type"]).toMatch(/^application\/json/);
-    expect(page.status).toBe(401);
+    expect(page.status).toBe(406);
+    expect(JSON.parse(page.body.toString()).errors[0].extensions.code).toBe("NOT_ACCEPTABLE");
     expect((await get(plain.url, `/graphql/explorer/${script()}`)).status).toBe(404);
   });
 });

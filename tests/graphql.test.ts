@@ -262,10 +262,12 @@ describe("GraphQL documents", () => {
     const aliased = await gql(key, aliases);
     expect(aliased.body.data).toBeUndefined();
     expect(aliased.body.errors[0].message).toMatch(/too many aliases/);
-    // Introspection is the one place the schema nests deeply.
+    // Introspection is the one place the schema nests deeply. Standard introspection is 15 deep, so
+    // below `__type`/`__schema` the field cap and graphql-js's introspection depth rule bound it instead
+    // (tests/interop-introspection.test.ts); `ofType` chains end where the type's wrappers do.
     const nest = (n: number): string => (n === 0 ? "name" : `ofType { ${nest(n - 1)} }`);
     const deep = await gql(key, `{ __type(name: "Query") { fields { type { ${nest(DOCUMENT_LIMITS.maxDepth)} } } } }`);
-    expect(deep.body.errors[0].message).toMatch(/too deep/);
+    expect(deep.body.errors).toBeUndefined();
     const fine = await gql(key, `{ __type(name: "Query") { fields { type { ${nest(3)} } } } }`);
     expect(fine.body.errors).toBeUndefined();
     // Fragments spread twice per level: 2^10 fields from a short document.

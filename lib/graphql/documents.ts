@@ -65,27 +65,33 @@ export function fragmentsOf(document: DocumentNode): Map<string, FragmentDefinit
   return fragments;
 }
 
-/** Depth, aliases and field count of a (valid) document's operations, fragments expanded. */
+/**
+ * Depth, aliases and field count of a (valid) document's operations, fragments expanded. Selections
+ * under `__schema` and `__type` do not count towards the depth (the standard introspection query is
+ * 15 deep, for `ofType` chains); they count towards aliases and fields, and graphql-js's `MaxIntrospectionDepthRule` (among its specified rules since 16.9) bounds their nesting.
+ */
 function measure(document: DocumentNode): { depth: number; aliases: number; fields: number } {
   const fragments = fragmentsOf(document);
   const totals = { depth: 0, aliases: 0, fields: 0 };
-  const walk = (set: SelectionSetNode, depth: number): void => {
+  const walk = (set: SelectionSetNode, depth: number, counted: boolean): void => {
     for (const selection of set.selections) {
       if (totals.fields > DOCUMENT_LIMITS.maxFields) return; // already over: stop counting
       if (selection.kind === Kind.FIELD) {
         totals.fields++;
         if (selection.alias) totals.aliases++;
-        totals.depth = Math.max(totals.depth, depth + 1);
-        if (selection.selectionSet) walk(selection.selectionSet, depth + 1);
+        if (counted) totals.depth = Math.max(totals.depth, depth + 1);
+        const name = selection.name.value;
+        const introspection = name === "__schema" || name === "__type";
+        if (selection.selectionSet) walk(selection.selectionSet, depth + 1, counted && !introspection);
       } else if (selection.kind === Kind.INLINE_FRAGMENT) {
-        walk(selection.selectionSet, depth);
+        walk(selection.selectionSet, depth, counted);
       } else {
         const fragment = fragments.get(selection.name.value);
-        if (fragment) walk(fragment.selectionSet, depth);
+        if (fragment) walk(fragment.selectionSet, depth, counted);
       }
     }
   };
-  for (const def of document.definitions) if (def.kind === Kind.OPERATION_DEFINITION) walk(def.selectionSet, 0);
+  for (const def of document.definitions) if (def.kind === Kind.OPERATION_DEFINITION) walk(def.selectionSet, 0, true);
   return totals;
 }
 

@@ -14,7 +14,22 @@ import { createSchema, dependsOnKeyOnly, type GraphQLContext, parseDocument, val
 import { ClientGone, variableLimitError } from "../graphql/limits.ts";
 import { createOutageTracker } from "./outage.ts";
 import { createAnswerCache } from "./answer-cache.ts";
-import { createErrorFormatter, errorResponse, internal, isStoreDown, JSON_TYPE, storeDown, storeFailure, tooLarge, unauthenticated } from "./responses.ts";
+import {
+  createErrorFormatter,
+  errorResponse,
+  inMediaType,
+  internal,
+  isStoreDown,
+  JSON_TYPE,
+  mutationOverGet,
+  notAcceptable,
+  storeDown,
+  storeFailure,
+  tooLarge,
+  unauthenticated,
+} from "./responses.ts";
+import { type GraphQLMediaType, GRAPHQL_RESPONSE, negotiate } from "./negotiate.ts";
+import { createCors } from "./cors.ts";
 import { type HandlerOptions, MAX_BODY_BYTES, type ServiceHandler, type ServiceRequest, type ServiceResponse } from "./types.ts";
 import { credential, paramsFromBody, paramsFromUrl, pathOf } from "./request.ts";
 import { explorerRoute } from "./explorer-route.ts";
@@ -27,6 +42,8 @@ interface RequestState {
   body: string;
   /** Set once executed: the operation depends on the caller's key alone. */
   keyOnly: boolean;
+  /** What the answer is written as (see `negotiate.ts`). */
+  mediaType: GraphQLMediaType;
 }
 
 /** `execute`, refusing variables over the limits before any work (see `limits.ts`). */
@@ -50,6 +67,8 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
   });
   const answers = createAnswerCache();
   const explorer = explorerRoute(options.explorer);
+  const cors = createCors(options.corsOrigins);
+  const formatError = createErrorFormatter(onError);
 
   const graphql = createGraphQLHttpHandler<ServiceRequest, undefined, GraphQLContext>({
     schema: createSchema(),
@@ -81,13 +100,20 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
         const { status, headers, body } = storeDown();
         return [body, { status, statusText: "Service Unavailable", headers }];
       }
+      const state = stateOf(req.raw);
+      // A request error (variables that fail coercion or the limits: no "data") is a 400 for clients
+      // that accept graphql-response+json, as the GraphQL-over-HTTP spec requires.
+      if (!("data" in result) && result.errors?.length && state.mediaType === GRAPHQL_RESPONSE) {
+        const body = JSON.stringify({ errors: result.errors.map(formatError) });
+        return [body, { status: 400, statusText: "Bad Request", headers: { "content-type": `${GRAPHQL_RESPONSE}; charset=utf-8` } }];
+      }
       const operation = getOperationAST(args.document, args.operationName);
-      stateOf(req.raw).keyOnly = !!operation && dependsOnKeyOnly(args.document, operation);
+      state.keyOnly = !!operation && dependsOnKeyOnly(args.document, operation);
     },
-    formatError: createErrorFormatter(onError),
+    formatError,
   });
 
-  const handleGraphQL = async (request: ServiceRequest): Promise<ServiceResponse> => {
+  const handleGraphQL = async (request: ServiceRequest, mediaType: GraphQLMediaType): Promise<ServiceResponse> => {
     if (request.method !== "GET" && request.method !== "POST") {
       return errorResponse(405, "METHOD_NOT_ALLOWED", "Use POST (or GET for queries) on /graphql", { allow: "GET, POST" });
     }
@@ -103,18 +129,29 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
     const body = request.method === "POST" ? await request.body() : "";
     if (body === null) return tooLarge(limit);
     return answers.answer(key.validity, request, body, async () => {
-      const state: RequestState = { key, body, keyOnly: false };
+      const state: RequestState = { key, body, keyOnly: false, mediaType };
       states.set(request, state);
       const [text, init] = await graphql({
         method: request.method,
         url: request.url,
-        headers: request.headers,
+        // graphql-http ignores q-values: it is told the type already chosen.
+        headers: { get: (name) => (name === "accept" ? mediaType : request.headers.get(name)) },
         body,
         raw: request,
         context: undefined,
       });
+      // graphql-http's 405 (a mutation over GET) has no content type and no code.
+      if (init.status === 405) return { response: mutationOverGet(), keyOnly: false };
       return { response: { status: init.status, headers: { ...init.headers }, body: text }, keyOnly: state.keyOnly };
     });
+  };
+
+  /** The answer to a failure no one else answered: 503 for the store, 400 for a client gone, else 500. */
+  const failure = (error: unknown): ServiceResponse => {
+    if (isStoreDown(error)) return outage.failed(error), storeDown();
+    if (error instanceof ClientGone) return errorResponse(400, "BAD_REQUEST", error.message, { connection: "close" });
+    onError(error);
+    return internal();
   };
 
   return async (request) => {
@@ -126,9 +163,17 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
       const page = explorer?.(request, pathname);
       if (page) return await page;
       if (pathname === "/graphql") {
-        const response = await handleGraphQL(request);
-        if (response.status !== 503) outage.worked();
-        return response;
+        if (cors && request.method === "OPTIONS") return cors.preflight(request);
+        const mediaType = negotiate(request.headers.get("accept"));
+        let response: ServiceResponse;
+        try {
+          response = mediaType === null ? notAcceptable() : await handleGraphQL(request, mediaType);
+          if (response.status !== 503) outage.worked();
+        } catch (error) {
+          response = failure(error);
+        }
+        if (mediaType !== null) response = inMediaType(response, mediaType);
+        return cors ? cors.decorate(request, response) : response;
       }
       if (pathname === "/healthz") {
         if (request.method !== "GET" && request.method !== "HEAD") {
@@ -142,10 +187,7 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
       }
       return errorResponse(404, "NOT_FOUND", "Not found: the GraphQL endpoint is POST /graphql");
     } catch (error) {
-      if (isStoreDown(error)) return outage.failed(error), storeDown();
-      if (error instanceof ClientGone) return errorResponse(400, "BAD_REQUEST", error.message, { connection: "close" });
-      onError(error);
-      return internal();
+      return failure(error);
     }
   };
 }

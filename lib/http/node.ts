@@ -97,12 +97,31 @@ function readBody(req: IncomingMessage, limit: number, uploads: Uploads): string
   }).finally(() => uploads.delete(socket));
 }
 
+/**
+ * The Content-Type, all of them joined when sent more than once: Node keeps only the first, which would
+ * let `application/json` and `text/plain` together pass as JSON (they get 415).
+ */
+function contentType(req: IncomingMessage): string | null {
+  const first = req.headers["content-type"];
+  if (first === undefined) return null;
+  const raw = req.rawHeaders;
+  let all: string | undefined;
+  let seen = 0;
+  for (let i = 0; i < raw.length; i += 2) {
+    if (raw[i].length === 12 && raw[i].toLowerCase() === "content-type") {
+      all = seen++ === 0 ? raw[i + 1] : `${all}, ${raw[i + 1]}`;
+    }
+  }
+  return seen > 1 ? all! : first;
+}
+
 function toServiceRequest(req: IncomingMessage, limit: number, uploads: Uploads): ServiceRequest {
   return {
     method: req.method ?? "GET",
     url: req.url ?? "/",
     headers: {
       get(name) {
+        if (name === "content-type") return contentType(req);
         const value = req.headers[name.toLowerCase()];
         return value === undefined ? null : Array.isArray(value) ? value.join(", ") : value;
       },

@@ -85,10 +85,15 @@ export function paramsFromUrl(url: URL): Params {
       throw new Error(`The "${name}" URL parameter is not valid JSON`);
     }
   };
-  const data: Record<string, unknown> = { variables: json("variables"), extensions: json("extensions") };
-  if (url.searchParams.has("query")) data.query = url.searchParams.get("query");
-  if (url.searchParams.has("operationName")) data.operationName = url.searchParams.get("operationName");
-  return checkParams(data);
+  if (!url.searchParams.has("query")) {
+    throw new Error(`No query was sent: put the GraphQL document in the "query" URL parameter (GET /graphql?query={me{id}}), or POST it as JSON`);
+  }
+  return checkParams({
+    query: url.searchParams.get("query"),
+    variables: json("variables"),
+    extensions: json("extensions"),
+    operationName: url.searchParams.get("operationName") ?? undefined,
+  });
 }
 
 export function paramsFromBody(body: string, contentType: string | null): Params {

@@ -29,8 +29,29 @@ const STORE_DOWN_MESSAGE = "The key store is unavailable; try again later";
 /** 503 for any store failure: the server's trouble, never a partial answer. */
 export const storeDown = (): ServiceResponse =>
   errorResponse(503, "STORE_UNAVAILABLE", STORE_DOWN_MESSAGE, { "retry-after": "1" });
+/**
+ * 406: the client accepts neither GraphQL media type (a browser's `Accept: text/html` when the explorer
+ * is off). The body is JSON all the same, so that the reason can be read.
+ */
+export const notAcceptable = (): ServiceResponse =>
+  errorResponse(
+    406,
+    "NOT_ACCEPTABLE",
+    "Not acceptable: /graphql answers application/graphql-response+json or application/json; send one of them in Accept",
+    { accept: "application/graphql-response+json, application/json" },
+  );
+/** 405 for a mutation sent with GET. */
+export const mutationOverGet = (): ServiceResponse =>
+  errorResponse(405, "METHOD_NOT_ALLOWED", "Mutations need POST: send them in a POST /graphql body", { allow: "POST" });
 /** 500, saying nothing of the cause (that goes to `onError`). */
 export const internal = (): ServiceResponse => errorResponse(500, "INTERNAL", "Internal server error");
+
+/** `response` as `mediaType` when it is one the service wrote as JSON (a copy: answers may be cached). */
+export function inMediaType(response: ServiceResponse, mediaType: string): ServiceResponse {
+  const type = response.headers["content-type"];
+  if (type === undefined || !type.startsWith("application/json") || mediaType === "application/json") return response;
+  return { ...response, headers: { ...response.headers, "content-type": `${mediaType}; charset=utf-8` } };
+}
 
 /** The code and public message of a ServiceError; store trouble never leaks paths or hosts. */
 function publicError(error: ServiceError): { code: string; message: string } {

@@ -21,6 +21,12 @@ export interface HandlerOptions {
   storeStatus?: StoreStatusLog;
   /** Serve the explorer (GraphiQL) to browsers at `GET /graphql` (default true); false: JSON answers only. */
   explorer?: boolean;
+  /**
+   * Origins whose browser pages may call /graphql (CORS), each exactly `scheme://host[:port]`, or `["*"]`
+   * for any; also a comma-separated string. Default: none (CORS off, preflights get 405). No cookies
+   * are involved (keys are headers), so credentials are never allowed.
+   */
+  corsOrigins?: readonly string[] | string;
 }
 
 /** A fetch-style request handler. */

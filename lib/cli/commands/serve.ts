@@ -17,6 +17,7 @@ export interface ServeFlags {
   store?: string;
   /** False with `--no-explorer`: browsers get the JSON answers, not GraphiQL. */
   explorer?: boolean;
+  corsOrigin?: string;
 }
 
 type Env = Record<string, string | undefined>;
@@ -29,6 +30,14 @@ export function resolvePort(flag: string | number | undefined, env: Env = proces
     throw new ServiceError("USAGE", `Invalid port '${raw}': use a whole number from 0 to 65535 (0 picks a free port)`);
   }
   return port;
+}
+
+/**
+ * `--cors-origin`, else `SERVICE_API_CORS_ORIGINS`, or undefined (CORS off). `serve()` checks the origins
+ * (`http/cors.ts`), so that the service's code still loads only when the command runs.
+ */
+export function resolveCorsOrigins(flag: string | undefined, env: Env = process.env): string | undefined {
+  return (flag ?? env.SERVICE_API_CORS_ORIGINS ?? "").trim() || undefined;
 }
 
 /**
@@ -46,6 +55,7 @@ export async function runServe(
   const info = (line: string) => quiet || io.log(line);
   const host = (flags.host ?? env.HOST ?? "").trim() || "127.0.0.1";
   const port = resolvePort(flags.port, env);
+  const corsOrigins = resolveCorsOrigins(flags.corsOrigin, env);
   const { serve } = await import("../../http/serve.ts");
   const store = await openKeyStore(parseStoreSpec(flags.store, env), io.debug);
   let server;
@@ -57,6 +67,7 @@ export async function runServe(
       host,
       port,
       explorer: flags.explorer !== false,
+      corsOrigins,
       // The client got a generic 500; the operator gets the message (and the stack at LOG_LEVEL=debug).
       onError: (error) => {
         io.log(`internal error: ${redactSecrets(error instanceof Error ? error.message : String(error))}`);
@@ -88,6 +99,10 @@ export const command: CommandDef<ServeFlags> = {
     { flag: "--host <host>", help: "Interface to listen on (env HOST, default 127.0.0.1)" },
     { flag: "--port <port>", help: "Port, 0 for any free one (env PORT, default 3001)", numeric: true },
     { flag: "--no-explorer", help: "Do not serve the explorer (GraphiQL) to browsers at GET /graphql" },
+    {
+      flag: "--cors-origin <origins>",
+      help: "Browser origins allowed to call /graphql, comma-separated scheme://host[:port], or * (env SERVICE_API_CORS_ORIGINS, default none)",
+    },
   ],
   examples: ["service-api serve --port 3001"],
   run: runServe,
