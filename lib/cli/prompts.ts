@@ -23,6 +23,7 @@ import {
 } from "../core/input.ts";
 import { ACTIONS, type ApiKeyInfo, type Permission, RESOURCES, type Role, ROLE_DESCRIPTIONS, ROLES } from "../core/model.ts";
 import type { KeyBackend, KeyStore } from "../store/key-store.ts";
+import { shortTime } from "./list.ts";
 
 export type { PromptFn };
 
@@ -174,8 +175,6 @@ export async function interactiveCreate(
   return { ...formatCreated(created, Boolean(flags.json), replace), created: { id: created.id, name: created.name, overwrite } };
 }
 
-/** "2025-01-31T12:34:56.789Z" -> "2025-01-31 12:34" (UTC, as stored). */
-const shortTime = (iso: string) => iso.replace("T", " ").slice(0, 16);
 
 /**
  * One line per key: name, id and creation time in aligned columns, then as much of the description
