@@ -24,6 +24,7 @@ import {
 import { ACTIONS, type ApiKeyInfo, type Permission, RESOURCES, type Role, ROLE_DESCRIPTIONS, ROLES } from "../core/model.ts";
 import type { KeyBackend, KeyStore } from "../store/key-store.ts";
 import { shortTime } from "./list.ts";
+import { displayWidth, padEnd } from "./width.ts";
 
 export type { PromptFn };
 
@@ -177,22 +178,19 @@ export async function interactiveCreate(
 
 
 /**
- * One line per key: name, id and creation time in aligned columns, then as much of the description
- * as fits the terminal. When too little fits, the description becomes the hint the prompt shows
- * beside the highlighted key.
+ * One line per key: name, id and creation time in aligned columns, then the description, which the
+ * prompt cuts at the terminal's edge. A description cut off is also the choice's hint, which the
+ * prompt shows whole on a line of its own below the list while that key is highlighted.
  */
 function keyChoices(keys: ApiKeyInfo[], columns: number): Choice[] {
-  const width = (s: string) => [...s].length;
-  const nameWidth = Math.max(...keys.map((key) => width(key.name)));
+  const nameWidth = Math.max(...keys.map((key) => displayWidth(key.name)));
   return keys.map((key): Choice => {
-    const label = `${key.name}${" ".repeat(nameWidth - width(key.name))}  ${key.id}  ${shortTime(key.createdAt)}`;
-    const description = [...(key.description ?? "")];
-    if (description.length === 0) return { value: key.id, label };
-    // Room left after the checkbox ("◻ "), the label, two spaces, and one spare column against auto-wrap.
-    const room = columns - 3 - width(label) - 2;
-    if (description.length <= room) return { value: key.id, label: `${label}  ${description.join("")}` };
-    if (room >= 12) return { value: key.id, label: `${label}  ${description.slice(0, room - 1).join("")}…` };
-    return { value: key.id, label, hint: description.join("") };
+    const label = `${padEnd(key.name, nameWidth)}  ${key.id}  ${shortTime(key.createdAt)}`;
+    const description = key.description ?? "";
+    if (description === "") return { value: key.id, label };
+    // The prompt draws "│  > [ ] " (9 columns at most) before the label and keeps the last column free.
+    const fits = 9 + displayWidth(label) + 2 + displayWidth(description) <= columns - 1;
+    return { value: key.id, label: `${label}  ${description}`, ...(fits ? {} : { hint: description }) };
   });
 }
 

@@ -49,19 +49,20 @@ export function displayWidth(text: string): number {
   return width;
 }
 
-/** Cuts text to at most `width` columns, ending with "…" when something was cut. */
-export function truncate(text: string, width: number): string {
+/** Cuts text to at most `width` columns, ending with `ellipsis` ("…" unless given) when something was cut. */
+export function truncate(text: string, width: number, ellipsis = "…"): string {
   if (displayWidth(text) <= width) return text;
-  if (width <= 0) return "";
+  const mark = displayWidth(ellipsis);
+  if (width < mark) return "";
   let out = "";
   let used = 0;
   for (const cluster of graphemes(text)) {
     const w = clusterWidth(cluster);
-    if (used + w > width - 1) break;
+    if (used + w > width - mark) break;
     out += cluster;
     used += w;
   }
-  return out + "…";
+  return out + ellipsis;
 }
 
 /** Pads text with spaces to `width` columns. */
