@@ -49,8 +49,16 @@ describe("the table on a terminal", () => {
     expect(lines).toHaveLength(4);
     for (const line of lines) expect(displayWidth(line), line).toBeLessThanOrEqual(80);
     expect(lines.slice(1).some((line) => line.endsWith("…"))).toBe(true);
-    // The id and the time are never cut: they are copied whole.
+    // The time is never cut; at 80 columns the id is, keeping its start, once the others are readable.
+    for (const line of lines.slice(1)) expect(line).toMatch(/  0b6f1c2e-8\S*…  .*  2026-11-22 21:08  /);
+    expect(lines[1]).toMatch(/^release pip…  /);
+    expect(lines[0]).toMatch(/ ROLES  +PERMISSIONS  +CREATED  +DESCRIPTION$/);
+  });
+
+  it("cuts the id only after the other columns are down to a readable width", () => {
+    const lines = table(long, 120).trimEnd().split("\n");
     for (const line of lines.slice(1)) expect(line).toContain("0b6f1c2e-8d4a-4f3b-9a1e-5c7d2e8f9a10  ");
+    for (const line of lines) expect(displayWidth(line)).toBeLessThanOrEqual(120);
   });
 
   it("cuts the widest column first: the description before the permissions", () => {

@@ -128,7 +128,11 @@ export function ttyPrompt(message: string, options: PromptOptions, term?: Termin
         else if (name === "pagedown") cursor = Math.min(choices.length - 1, cursor + (size().rows - 6));
         else if (name === "home") cursor = 0;
         else if (name === "end") cursor = choices.length - 1;
-        else if (name === "space" && type === "multiselect") {
+        else if (name === "a" && type === "multiselect") {
+          // `a` selects all, or none when all are selected already.
+          const all = picked.size === choices.length;
+          for (const c of choices) all ? picked.delete(c.value) : picked.add(c.value);
+        } else if (name === "space" && type === "multiselect") {
           const value = choices[cursor].value;
           if (picked.has(value)) picked.delete(value);
           else picked.add(value);

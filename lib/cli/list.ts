@@ -15,22 +15,26 @@ interface Column {
   cell: (key: ApiKeyInfo) => string;
   /** The field on a pipe (unescaped); defaults to the cell. */
   field?: (key: ApiKeyInfo) => string;
-  /** Narrowest the table may cut this column to; absent: never cut (ids and times are copied whole). */
+  /** Narrowest the table may cut this column to; absent: never cut. */
   min?: number;
+  /** Narrowest it is cut to before any column is cut below its `soft` width; absent: `min`. */
+  soft?: number;
 }
 
 export const LIST_COLUMNS: readonly Column[] = [
-  { header: "NAME", cell: (k) => k.name, min: 6 },
-  { header: "ID", cell: (k) => k.id },
-  { header: "ROLES", cell: (k) => k.roles.join(",") || "-", field: (k) => k.roles.join(","), min: 4 },
+  { header: "NAME", cell: (k) => k.name, min: 6, soft: 12 },
+  // Ids are copied, so the id is cut only once the other columns are down to a readable width.
+  { header: "ID", cell: (k) => k.id, min: 8, soft: Infinity },
+  { header: "ROLES", cell: (k) => k.roles.join(",") || "-", field: (k) => k.roles.join(","), min: 4, soft: 6 },
   {
     header: "PERMISSIONS",
     cell: (k) => permissionPairs(k.permissions).join(",") || "-",
     field: (k) => permissionPairs(k.permissions).join(","),
     min: 4,
+    soft: 12,
   },
   { header: "CREATED", cell: (k) => shortTime(k.createdAt), field: (k) => k.createdAt },
-  { header: "DESCRIPTION", cell: (k) => k.description ?? "", min: 4 },
+  { header: "DESCRIPTION", cell: (k) => k.description ?? "", min: 4, soft: 12 },
 ];
 
 const GAP = 2;
@@ -51,20 +55,24 @@ export function stdoutView(env: Record<string, string | undefined> = globalThis.
 
 /**
  * Cuts columns until the row fits: always the widest one that may still shrink (in practice the
- * description, then the permissions), one column at a time.
+ * description, then the permissions), one column at a time; first down to their `soft` widths, then
+ * (the id included) down to their `min`.
  */
 function fit(widths: number[], columns: number): number[] {
   let over = widths.reduce((a, b) => a + b, 0) + GAP * (widths.length - 1) - columns;
-  while (over > 0) {
-    let widest = -1;
-    LIST_COLUMNS.forEach((col, i) => {
-      if (col.min !== undefined && widths[i] > col.min && (widest < 0 || widths[i] > widths[widest])) widest = i;
-    });
-    if (widest < 0) break; // narrower than the columns that are never cut: the terminal wraps
-    widths[widest] -= 1;
-    over -= 1;
+  for (const floor of [(c: Column) => c.soft ?? c.min, (c: Column) => c.min]) {
+    while (over > 0) {
+      let widest = -1;
+      LIST_COLUMNS.forEach((col, i) => {
+        const least = floor(col);
+        if (least !== undefined && widths[i] > least && (widest < 0 || widths[i] > widths[widest])) widest = i;
+      });
+      if (widest < 0) break;
+      widths[widest] -= 1;
+      over -= 1;
+    }
   }
-  return widths;
+  return widths; // still too wide only below about 60 columns: the terminal wraps
 }
 
 /** The aligned table, every row at most `columns` wide (as long as the uncut columns fit). */
