@@ -1,6 +1,6 @@
 /**
  * Interactive create and delete at a terminal (`service-api apikey --create|--delete` without
- * `--name`), over consola's prompts. lib/cli/commands/apikey.ts imports this file only on that path.
+ * `--name`), over our terminal prompt (lib/cli/_tty-prompt.ts). lib/cli/commands/apikey.ts imports this file only on that path.
  *
  * Every answer is checked with the same valibot schemas as the flags; a bad answer is asked again
  * with the rule that it broke. Flags that were given are validated first and never asked for.
@@ -29,7 +29,7 @@ import { displayWidth, padEnd } from "./width.ts";
 export type { PromptFn };
 
 export interface InteractiveOptions {
-  /** Asks one question; defaults to consola's `prompt`. Tests pass a scripted one. */
+  /** Asks one question; defaults to the terminal prompt of lib/cli/_tty-prompt.ts. Tests pass a scripted one. */
   prompt?: PromptFn;
   /** Terminal width used to fit the key list of delete; defaults to the width of stdout. */
   columns?: number;
