@@ -136,4 +136,32 @@ describe.skipIf(!hasTmux && !process.env.CI)("the delete list at 80x24 with 25 k
       term.kill();
     }
   });
+
+  test("--list on the terminal is a table that fits 80 columns; COLUMNS overrides the width", async () => {
+    const store = join(tmp.dir, "list");
+    for (const name of ["鍵 番号 08", "release pipeline", "ci"]) {
+      const made = await runCli(["apikey", "--create", "--name", name, "--permissions", "DOCKER:READ_ANY,VMS:READ_ANY", "--store", store,
+        "--description", `what ${name} is for, in more words than eighty columns can hold beside the id`]);
+      expect(made.code, made.stderr).toBe(0);
+    }
+    const term = terminal(["apikey", "--list", "--store", store], {});
+    try {
+      const screen = await term.waitFor(/\[exit 0\]/);
+      const rows = term.screen().filter((row) => row !== "");
+      expect(term.screen(true).length, "no row wrapped").toBe(term.screen().length);
+      expect(rows[0]).toMatch(/^NAME +ID +ROLES +PERMISSIONS +CREATED +DESCRIPTION$/);
+      expect(rows.slice(1, 4).every((row) => row.endsWith("…"))).toBe(true);
+      for (const row of rows) expect(displayWidth(row), row).toBeLessThanOrEqual(80);
+      expect(screen).toMatch(/鍵 番号 08 +\S+/);
+    } finally {
+      term.kill();
+    }
+    const wide = terminal(["apikey", "--list", "--store", store], { COLUMNS: "200" });
+    try {
+      await wide.waitFor(/\[exit 0\]/);
+      expect(wide.screen(true).some((row) => displayWidth(row) > 80 && /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/.test(row))).toBe(true);
+    } finally {
+      wide.kill();
+    }
+  });
 });
