@@ -20,6 +20,7 @@ type Command = CommandDef<object>;
 const COMMANDS: Record<string, () => Promise<Command>> = {
   apikey: async () => (await import("./lib/cli/commands/apikey.ts")).command,
   serve: async () => (await import("./lib/cli/commands/serve.ts")).command,
+  "completion <shell>": async () => (await import("./lib/cli/commands/completion.ts")).command,
 };
 
 const GLOBAL_OPTIONS: OptionDef[] = [

@@ -33,6 +33,7 @@ const LAZY = {
   "lib/http/serve.ts": "serve",
   "lib/client/remote.ts": "remote",
   "lib/cli/prompts.ts": "prompts",
+  "lib/cli/completion-script.ts": "completion",
   "lib/store/drivers/redis.ts": "redis",
   "consola/basic": "consola-basic",
 };
@@ -49,7 +50,7 @@ const common = {
 };
 
 /** The command modules: imported on demand by cli.ts, but light, so bundled into the start-up path. */
-const INLINE = new Set(["lib/cli/commands/apikey.ts", "lib/cli/commands/serve.ts"]);
+const INLINE = new Set(["lib/cli/commands/apikey.ts", "lib/cli/commands/serve.ts", "lib/cli/commands/completion.ts"]);
 
 /** Points the start-up bundle's dynamic imports at the lazy bundles instead of inlining them. */
 const lazyImports = {

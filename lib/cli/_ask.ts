@@ -6,8 +6,9 @@
 import type { PromptOptions } from "consola";
 import process from "node:process";
 import { ServiceError } from "../core/errors.ts";
+import { ttyPrompt } from "./_tty-prompt.ts";
 
-/** consola's `prompt` signature, as far as we use it. Cancelling resolves to a symbol or rejects. */
+/** consola's `prompt` signature (which ours keeps), as far as we use it. Cancelling resolves to a symbol or rejects. */
 export type PromptFn = (message: string, options: PromptOptions) => Promise<unknown>;
 
 export interface Choice<T extends string = string> {
@@ -28,11 +29,8 @@ export interface Ask {
 
 export const CANCELLED_MESSAGE = "Cancelled; nothing was changed";
 
-/** consola's prompt, loaded on the first question so nothing but the interactive path pays for it. */
-const consolaPrompt: PromptFn = async (message, options) => {
-  const { consola } = await import("consola");
-  return consola.prompt(message, options);
-};
+/** Our terminal prompt (lib/cli/_tty-prompt.ts: why not consola's), on stdin and stdout. */
+const terminalPrompt: PromptFn = (message, options) => ttyPrompt(message, options);
 
 const cancelled = (cause?: unknown) => new ServiceError("CANCELLED", CANCELLED_MESSAGE, { cause });
 
@@ -79,8 +77,8 @@ function endOfInput(options: AskOptions): { ended: Promise<never>; stop: () => v
 }
 
 /** Wraps a prompt function into typed questions. */
-export function createAsk(prompt: PromptFn = consolaPrompt, options?: AskOptions): Ask {
-  const watch = options ?? (prompt === consolaPrompt ? { input: process.stdin, output: process.stdout } : {});
+export function createAsk(prompt: PromptFn = terminalPrompt, options?: AskOptions): Ask {
+  const watch = options ?? (prompt === terminalPrompt ? { input: process.stdin, output: process.stdout } : {});
   const ask = async (message: string, promptOptions: PromptOptions): Promise<unknown> => {
     let answer: unknown;
     const { ended, stop } = endOfInput(watch);
@@ -100,9 +98,8 @@ export function createAsk(prompt: PromptFn = consolaPrompt, options?: AskOptions
     choices.some((choice) => choice.value === value);
 
   return {
-    // consola resolves an empty answer to undefined and then shows the placeholder, or "undefined"
-    // when there is none: a blank placeholder keeps the screen blank (and Tab only types a space).
-    text: async (message) => String((await ask(message, { type: "text", placeholder: " " })) ?? ""),
+    // An empty answer resolves to undefined, as with consola's prompt.
+    text: async (message) => String((await ask(message, { type: "text" })) ?? ""),
     confirm: async (message, initial = false) => (await ask(message, { type: "confirm", initial })) === true,
     select: async (message, choices, initial) => {
       const answer = await ask(message, { type: "select", options: choices, initial });

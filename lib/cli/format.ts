@@ -2,7 +2,8 @@
  * Every result and error of the `apikey` command as plain text or JSON. Functions here only build
  * strings; the CLI decides where they go (stdout for data, stderr for people).
  */
-import { type ApiKeyInfo, type CreatedKey, permissionPairs } from "../core/model.ts";
+import type { ApiKeyInfo, CreatedKey } from "../core/model.ts";
+import { listLines, listTable, type ListView, stdoutView } from "./list.ts";
 import { isServiceError, ServiceError } from "../core/errors.ts";
 import { redactSecrets } from "../core/secret.ts";
 
@@ -60,24 +61,14 @@ export function formatNothingChosen(message: string, asJson: boolean): Output {
   return { notice: message, exitCode: 0 };
 }
 
-/** List: `{keys:[...]}` or an aligned table; never a secret (the store has none). */
-export function formatList(keys: ApiKeyInfo[], asJson: boolean): Output {
+/**
+ * List: `{keys:[...]}`; on a terminal a table fitted to its width; on a pipe tab-separated lines
+ * (lib/cli/list.ts). Never a secret (the store has none).
+ */
+export function formatList(keys: ApiKeyInfo[], asJson: boolean, view: ListView = stdoutView()): Output {
   if (asJson) return { stdout: json({ keys }), exitCode: 0 };
   if (keys.length === 0) return { notice: "No API keys stored", exitCode: 0 };
-  const rows = [
-    ["NAME", "ID", "ROLES", "PERMISSIONS", "CREATED", "DESCRIPTION"],
-    ...keys.map((k) => [
-      k.name,
-      k.id,
-      k.roles.join(",") || "-",
-      permissionPairs(k.permissions).join(",") || "-",
-      k.createdAt,
-      k.description ?? "",
-    ]),
-  ];
-  const widths = rows[0].map((_, col) => Math.max(...rows.map((row) => [...row[col]].length)));
-  const lines = rows.map((row) => row.map((cell, col) => cell + " ".repeat(widths[col] - [...cell].length)).join("  ").trimEnd());
-  return { stdout: lines.join("\n") + "\n", exitCode: 0 };
+  return { stdout: view.tty ? listTable(keys, view.columns) : listLines(keys), exitCode: 0 };
 }
 
 /** Any failure: JSON `{error, code}` on stdout, or a one-line message for people. */

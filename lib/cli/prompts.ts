@@ -1,6 +1,6 @@
 /**
  * Interactive create and delete at a terminal (`service-api apikey --create|--delete` without
- * `--name`), over consola's prompts. lib/cli/commands/apikey.ts imports this file only on that path.
+ * `--name`), over our terminal prompt (lib/cli/_tty-prompt.ts). lib/cli/commands/apikey.ts imports this file only on that path.
  *
  * Every answer is checked with the same valibot schemas as the flags; a bad answer is asked again
  * with the rule that it broke. Flags that were given are validated first and never asked for.
@@ -23,11 +23,13 @@ import {
 } from "../core/input.ts";
 import { ACTIONS, type ApiKeyInfo, type Permission, RESOURCES, type Role, ROLE_DESCRIPTIONS, ROLES } from "../core/model.ts";
 import type { KeyBackend, KeyStore } from "../store/key-store.ts";
+import { shortTime } from "./list.ts";
+import { displayWidth, padEnd } from "./width.ts";
 
 export type { PromptFn };
 
 export interface InteractiveOptions {
-  /** Asks one question; defaults to consola's `prompt`. Tests pass a scripted one. */
+  /** Asks one question; defaults to the terminal prompt of lib/cli/_tty-prompt.ts. Tests pass a scripted one. */
   prompt?: PromptFn;
   /** Terminal width used to fit the key list of delete; defaults to the width of stdout. */
   columns?: number;
@@ -174,26 +176,21 @@ export async function interactiveCreate(
   return { ...formatCreated(created, Boolean(flags.json), replace), created: { id: created.id, name: created.name, overwrite } };
 }
 
-/** "2025-01-31T12:34:56.789Z" -> "2025-01-31 12:34" (UTC, as stored). */
-const shortTime = (iso: string) => iso.replace("T", " ").slice(0, 16);
 
 /**
- * One line per key: name, id and creation time in aligned columns, then as much of the description
- * as fits the terminal. When too little fits, the description becomes the hint the prompt shows
- * beside the highlighted key.
+ * One line per key: name, id and creation time in aligned columns, then the description, which the
+ * prompt cuts at the terminal's edge. A description cut off is also the choice's hint, which the
+ * prompt shows whole on a line of its own below the list while that key is highlighted.
  */
 function keyChoices(keys: ApiKeyInfo[], columns: number): Choice[] {
-  const width = (s: string) => [...s].length;
-  const nameWidth = Math.max(...keys.map((key) => width(key.name)));
+  const nameWidth = Math.max(...keys.map((key) => displayWidth(key.name)));
   return keys.map((key): Choice => {
-    const label = `${key.name}${" ".repeat(nameWidth - width(key.name))}  ${key.id}  ${shortTime(key.createdAt)}`;
-    const description = [...(key.description ?? "")];
-    if (description.length === 0) return { value: key.id, label };
-    // Room left after the checkbox ("◻ "), the label, two spaces, and one spare column against auto-wrap.
-    const room = columns - 3 - width(label) - 2;
-    if (description.length <= room) return { value: key.id, label: `${label}  ${description.join("")}` };
-    if (room >= 12) return { value: key.id, label: `${label}  ${description.slice(0, room - 1).join("")}…` };
-    return { value: key.id, label, hint: description.join("") };
+    const label = `${padEnd(key.name, nameWidth)}  ${key.id}  ${shortTime(key.createdAt)}`;
+    const description = key.description ?? "";
+    if (description === "") return { value: key.id, label };
+    // The prompt draws "│  > [ ] " (9 columns at most) before the label and keeps the last column free.
+    const fits = 9 + displayWidth(label) + 2 + displayWidth(description) <= columns - 1;
+    return { value: key.id, label: `${label}  ${description}`, ...(fits ? {} : { hint: description }) };
   });
 }
 

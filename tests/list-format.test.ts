@@ -1,0 +1,116 @@
+// `apikey --list` as text: a table that fits the terminal (cut with "…", widest column first,
+// widths in display columns) and, on a pipe, tab-separated lines that cut and awk can read.
+import { describe, expect, it } from "vitest";
+import { formatList } from "../lib/cli/format.ts";
+import { listLines, shortTime } from "../lib/cli/list.ts";
+import { displayWidth, truncate } from "../lib/cli/width.ts";
+import type { ApiKeyInfo } from "../lib/core/model.ts";
+import { runCli, tempDir } from "./helpers/cli.ts";
+
+const key = (over: Partial<ApiKeyInfo>): ApiKeyInfo => ({
+  id: "0b6f1c2e-8d4a-4f3b-9a1e-5c7d2e8f9a10",
+  name: "deploy",
+  roles: ["ADMIN"],
+  permissions: [],
+  createdAt: "2026-11-22T21:08:09.123Z",
+  ...over,
+});
+
+const table = (keys: ApiKeyInfo[], columns = 80) => formatList(keys, false, { tty: true, columns }).stdout!;
+
+describe("display width", () => {
+  it("counts CJK and emoji as 2 columns, combining marks as 0", () => {
+    expect(displayWidth("abc")).toBe(3);
+    expect(displayWidth("日本語")).toBe(6);
+    expect(displayWidth("키")).toBe(2);
+    expect(displayWidth("🔑")).toBe(2);
+    expect(displayWidth("👩‍💻")).toBe(2); // ZWJ sequence: one cluster
+    expect(displayWidth("e\u0301")).toBe(1);
+    expect(displayWidth("ｄｅｐｌｏｙ")).toBe(12);
+  });
+
+  it("cuts by columns, never through a cluster, and marks the cut with …", () => {
+    expect(truncate("日本語の説明", 7)).toBe("日本語…");
+    expect(displayWidth(truncate("日本語の説明", 7))).toBe(7);
+    expect(truncate("short", 5)).toBe("short");
+    expect(truncate("e\u0301e\u0301e\u0301", 2)).toBe("e\u0301…");
+  });
+});
+
+describe("the table on a terminal", () => {
+  const long = [
+    key({ name: "release pipeline", description: "Used by the nightly release job to publish images; rotate every quarter", permissions: [{ resource: "DOCKER", actions: ["READ_ANY", "UPDATE_ANY"] }, { resource: "VMS", actions: ["READ_ANY"] }] }),
+    key({ name: "監視キー", roles: ["VIEWER", "GUEST"], description: "監視用のキーです。夜間のジョブで使います。🔑 絶対に共有しないでください" }),
+    key({ name: "short", description: "x" }),
+  ];
+
+  it("at 80 columns every row fits, cut with …", () => {
+    const lines = table(long).trimEnd().split("\n");
+    expect(lines).toHaveLength(4);
+    for (const line of lines) expect(displayWidth(line), line).toBeLessThanOrEqual(80);
+    expect(lines.slice(1).some((line) => line.endsWith("…"))).toBe(true);
+    // The time is never cut; at 80 columns the id is, keeping its start, once the others are readable.
+    for (const line of lines.slice(1)) expect(line).toMatch(/  0b6f1c2e-8\S*…  .*  2026-11-22 21:08  /);
+    expect(lines[1]).toMatch(/^release pip…  /);
+    expect(lines[0]).toMatch(/ ROLES  +PERMISSIONS  +CREATED  +DESCRIPTION$/);
+  });
+
+  it("cuts the id only after the other columns are down to a readable width", () => {
+    const lines = table(long, 120).trimEnd().split("\n");
+    for (const line of lines.slice(1)) expect(line).toContain("0b6f1c2e-8d4a-4f3b-9a1e-5c7d2e8f9a10  ");
+    for (const line of lines) expect(displayWidth(line)).toBeLessThanOrEqual(120);
+  });
+
+  it("cuts the widest column first: the description before the permissions", () => {
+    const one = [long[0]];
+    const full = table(one, 400).trimEnd().split("\n")[1];
+    const cut = table(one, displayWidth(full) - 10).trimEnd().split("\n")[1];
+    expect(cut).toContain("DOCKER:READ_ANY,DOCKER:UPDATE_ANY,VMS:READ_ANY");
+    expect(cut).toMatch(/Used by the nightly.*…$/);
+    const narrow = table(one, 80).trimEnd().split("\n")[1];
+    expect(narrow).not.toContain("DOCKER:READ_ANY,DOCKER:UPDATE_ANY,VMS:READ_ANY"); // then the permissions too
+  });
+
+  it("aligns columns by display width with CJK names", () => {
+    const lines = table(long, 200).trimEnd().split("\n");
+    const idAt = lines.map((line) => displayWidth(line.slice(0, line.indexOf("0b6f1c2e"))));
+    expect(new Set(idAt.slice(1)).size).toBe(1);
+    expect(displayWidth(lines[0].slice(0, lines[0].indexOf("ID")))).toBe(idAt[1]);
+  });
+
+  it("shows the time as the delete screen does", () => {
+    expect(shortTime("2026-11-22T21:08:09.123Z")).toBe("2026-11-22 21:08");
+    expect(table([key({})])).toContain("2026-11-22 21:08");
+  });
+});
+
+describe("the pipe format", () => {
+  it("one tab-separated line per key, no header, fields escaped", () => {
+    const text = listLines([
+      key({ description: "tab\there\\ and\nnew line", permissions: [{ resource: "VMS", actions: ["READ_ANY"] }] }),
+      key({ name: "bare", roles: [] }),
+    ]);
+    expect(text).toBe(
+      "deploy\t0b6f1c2e-8d4a-4f3b-9a1e-5c7d2e8f9a10\tADMIN\tVMS:READ_ANY\t2026-11-22T21:08:09.123Z\ttab\\there\\\\ and\\nnew line\n" +
+        "bare\t0b6f1c2e-8d4a-4f3b-9a1e-5c7d2e8f9a10\t\t\t2026-11-22T21:08:09.123Z\t\n",
+    );
+  });
+
+  it("is what the CLI prints when stdout is not a terminal, whatever COLUMNS says", async () => {
+    const tmp = tempDir();
+    try {
+      const store = ["--store", `${tmp.dir}/keys`];
+      const made = await runCli(["apikey", "--create", "--name", "日本 key", "--roles", "ADMIN,VIEWER", "--description", "a long description ".repeat(8).trim(), "--json", ...store]);
+      const { id } = JSON.parse(made.stdout);
+      const listed = await runCli(["apikey", "--list", ...store], { env: { COLUMNS: "40" } });
+      expect(listed.code).toBe(0);
+      const fields = listed.stdout.trimEnd().split("\t");
+      expect(listed.stdout.split("\n")).toHaveLength(2);
+      expect(fields.slice(0, 3)).toEqual(["日本 key", id, "ADMIN,VIEWER"]);
+      expect(fields[4]).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+      expect(fields[5]).toBe("a long description ".repeat(8).trim()); // not cut on a pipe
+    } finally {
+      tmp.cleanup();
+    }
+  });
+});
