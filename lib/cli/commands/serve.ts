@@ -10,6 +10,7 @@ import type { CommandDef } from "../command.ts";
 import { openKeyStore, parseStoreSpec } from "../../store/config.ts";
 import { resolveLogLevel } from "../../core/log.ts";
 import { redactSecrets } from "../../core/secret.ts";
+import { withStoreHint } from "../store-hint.ts";
 
 export interface ServeFlags {
   host?: string;
@@ -45,7 +46,9 @@ export async function runServe(
   const host = (flags.host ?? env.HOST ?? "").trim() || "127.0.0.1";
   const port = resolvePort(flags.port, env);
   const { serve } = await import("../../http/serve.ts");
-  const store = await openKeyStore(parseStoreSpec(flags.store, env), io.debug);
+  const store = await openKeyStore(parseStoreSpec(flags.store, env), io.debug).catch((error) => {
+    throw withStoreHint(error, flags.store, env);
+  });
   let server;
   try {
     server = await serve({
