@@ -111,7 +111,7 @@ describe("apikey in process (memory store)", () => {
 
   it("lists keys without their secrets", async () => {
     const store = createKeyStore();
-    expect(await run(store, { list: true })).toEqual({ notice: "No API keys stored", exitCode: 0, written: "" });
+    expect(await run(store, { list: true })).toEqual({ notice: "No API keys stored", exitCode: 0, readerMayLeave: true, written: "" });
     const { key } = JSON.parse((await run(store, create("ci", { json: true, description: "for CI" }))).written);
     const result = await run(store, { list: true, json: true });
     const listed = JSON.parse(result.stdout!);
@@ -145,7 +145,7 @@ describe("apikey in process (memory store)", () => {
 
   it("needs exactly one of --create, --delete and --list", async () => {
     expect((await run(createKeyStore(), { create: true, list: true })).notice).toBe(
-      "Error: Choose one of --create, --delete and --list, not --create and --list",
+      "Error: Choose one of --create, --delete, --update and --list, not --create and --list",
     );
   });
 });
