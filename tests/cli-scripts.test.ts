@@ -223,8 +223,11 @@ describe("conventions", () => {
     const readme = readFileSync(join(ROOT, "README.md"), "utf8");
     const reference = readme.slice(readme.indexOf("## Command reference"), readme.indexOf("### Output"));
     const configuration = readme.slice(readme.indexOf("## Configuration"), readme.indexOf("## Several hosts"));
-    const flags = new Set(reference.match(/(?<![\w-])--?[a-z][\w-]*/g));
-    const variables = new Set(configuration.match(/\b[A-Z][A-Z_]{2,}\b/g));
+    // The synopsis block and the first column of the flag table; the first column of the Configuration table.
+    const synopsis = reference.slice(reference.indexOf("```"), reference.indexOf("```", reference.indexOf("```") + 3));
+    const firstColumns = (section: string) => section.split("\n").filter((l) => l.startsWith("| ")).map((l) => l.split("|")[1]).join("\n");
+    const flags = new Set(`${synopsis}\n${firstColumns(reference)}`.match(/(?<![\w-])--?[a-z][\w-]*/g));
+    const variables = new Set(firstColumns(configuration).match(/\b[A-Z][A-Z_]{2,}\b/g));
     expect(flags.size).toBeGreaterThan(15);
     expect(variables).toContain("SERVICE_API_STORE");
     const { stdout } = await runCli(["--help"]);
