@@ -118,7 +118,7 @@ async function main(argv: string[]): Promise<Output> {
 
 /** Runs the command line and sets the exit status; never throws. */
 async function run(argv: string[]): Promise<void> {
-  const asJson = argv.includes("--json");
+  const asJson = argv.includes("--json") || argv.includes("--format=json") || argv.some((arg, i) => arg === "--format" && argv[i + 1] === "json");
   let output: Output;
   try {
     output = await main(argv);

@@ -5,8 +5,8 @@
 import type { Output } from "./format.ts";
 import type { KeyBackend, KeyStore } from "../store/key-store.ts";
 
-/** What the CLI needs of a store, local or remote: the command's operations and `update`. */
-export type CliBackend = KeyBackend & Pick<KeyStore, "update">;
+/** What the CLI needs of a store, local or remote: the command's operations, `update`, and `get` where it is O(1). */
+export type CliBackend = KeyBackend & Pick<KeyStore, "update"> & Partial<Pick<KeyStore, "get">>;
 
 /** One flag as cac takes it: `--name <name>` takes a value, `--json` does not. */
 export interface OptionDef {

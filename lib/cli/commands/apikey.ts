@@ -136,7 +136,7 @@ async function update(flags: ApikeyFlags, store: CliBackend, asJson: boolean): P
     throw new ServiceError("USAGE", "--update needs something to change: --roles, --permissions, --description or --rename");
   }
   const before = flags.id !== undefined
-    ? (await store.list()).find((key) => key.id === flags.id)
+    ? await (store.get ? store.get(flags.id) : (async () => (await store.list()).find((key) => key.id === flags.id) ?? null)())
     : await store.getByName(parseInput(LookupNameSchema, flags.name));
   if (!before) {
     throw new ServiceError("NOT_FOUND", flags.id !== undefined ? `No API key found with id: ${flags.id}` : notFoundMessage(flags.name!.trim()));
