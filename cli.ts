@@ -65,10 +65,10 @@ function unknownOption(message: string, defs: OptionDef[]): string {
   return `${message}.${didYouMean(flag.split("=")[0], known)} Run 'service-api --help'.`;
 }
 
-/** Loads every command, in the table's order. */
-async function loadCommands(): Promise<Record<string, Command>> {
-  const loaded: Record<string, Command> = {};
-  for (const [name, load] of Object.entries(COMMANDS)) loaded[name] = await load();
+/** Loads every command, in the table's order, by name (a table key may add arguments: `completion <shell>`). */
+async function loadCommands(): Promise<Record<string, Command & { usageName: string }>> {
+  const loaded: Record<string, Command & { usageName: string }> = {};
+  for (const [usageName, load] of Object.entries(COMMANDS)) loaded[usageName.split(" ")[0]] = { ...(await load()), usageName };
   return loaded;
 }
 
@@ -86,8 +86,8 @@ async function main(argv: string[]): Promise<Output> {
   const cli = cac("service-api");
   for (const { flag, help } of GLOBAL_OPTIONS) cli.option(flag, help);
   let chosen: { command: Command; flags: Record<string, unknown> } | undefined;
-  for (const [name, command] of Object.entries(commands)) {
-    const entry = cli.command(name, command.description);
+  for (const command of Object.values(commands)) {
+    const entry = cli.command(command.usageName, command.description);
     for (const { flag, help } of command.options) entry.option(flag, help);
     for (const example of command.examples) entry.example(example);
     entry.action((flags: Record<string, unknown>) => (chosen = { command, flags }));
