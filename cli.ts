@@ -10,6 +10,8 @@ import { formatError, type Output } from "./lib/cli/format.ts";
 import { writeOut } from "./lib/cli/output.ts";
 import { createDebug, resolveLogLevel } from "./lib/core/log.ts";
 import { VERSION } from "./lib/core/version.ts";
+import { renderHelp } from "./lib/cli/help.ts";
+import { didYouMean } from "./lib/cli/suggest.ts";
 
 type Command = CommandDef<object>;
 
@@ -26,51 +28,90 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
 const GLOBAL_OPTIONS: OptionDef[] = [
   { flag: "--store <spec>", help: "Key store: fs:<dir>, memory: or redis://host:port/db (env SERVICE_API_STORE)" },
 ];
+/** Shown in --help; handled here before cac parses anything. */
+const HELP_OPTIONS: OptionDef[] = [
+  { flag: "-h, --help", help: "Show this help" },
+  { flag: "-v, --version", help: "Print the version alone" },
+];
+
+/** The long name of a flag definition: `-r, --roles <roles>` -> `roles`. */
+const longName = (def: OptionDef) => /--([\w-]+)/.exec(def.flag)![1];
+/** The short name, if any: `-r, --roles <roles>` -> `r`. */
+const shortName = (def: OptionDef) => /^-(\w),/.exec(def.flag)?.[1];
 
 /**
  * cac (through mri) turns numeric-looking values into numbers, so `--name 007` would arrive as 7.
  * Take such values back from argv as typed. Repeating a flag is an error rather than a silent pick.
  */
 function stringFlags(options: Record<string, unknown>, argv: string[], defs: OptionDef[]): void {
-  const names = defs.filter((d) => d.flag.includes("<") && !d.numeric).map((d) => d.flag.slice(2).split(" ")[0]);
-  for (const flag of names) {
+  for (const def of defs.filter((d) => d.flag.includes("<") && !d.numeric)) {
+    const flag = longName(def);
+    const short = shortName(def);
     const value = options[flag];
     if (value === undefined || typeof value === "string") continue;
     if (Array.isArray(value)) throw new ServiceError("USAGE", `--${flag} was given more than once`);
     if (value === true || value === false) throw new ServiceError("USAGE", `--${flag} needs a value`);
-    const at = argv.findLastIndex((arg) => arg === `--${flag}` || arg.startsWith(`--${flag}=`));
-    options[flag] = argv[at].startsWith(`--${flag}=`) ? argv[at].slice(flag.length + 3) : argv[at + 1];
+    const spellings = short ? [`--${flag}`, `-${short}`] : [`--${flag}`];
+    const at = argv.findLastIndex((arg) => spellings.some((s) => arg === s || arg.startsWith(`${s}=`)));
+    const spelled = spellings.find((s) => argv[at].startsWith(`${s}=`));
+    options[flag] = spelled ? argv[at].slice(spelled.length + 1) : argv[at + 1];
+    if (short) options[short] = options[flag];
   }
+}
+
+/** A mistyped flag in cac's "Unknown option `--crate`" message, with the closest known flag. */
+function unknownOption(message: string, defs: OptionDef[]): string {
+  const flag = /`([^`]+)`/.exec(message)?.[1] ?? "";
+  const known = [...defs, ...HELP_OPTIONS].map((d) => `--${longName(d)}`);
+  return `${message}.${didYouMean(flag.split("=")[0], known)} Run 'service-api --help'.`;
+}
+
+/** Loads every command, in the table's order, by name (a table key may add arguments: `completion <shell>`). */
+async function loadCommands(): Promise<Record<string, Command & { usageName: string }>> {
+  const loaded: Record<string, Command & { usageName: string }> = {};
+  for (const [usageName, load] of Object.entries(COMMANDS)) loaded[usageName.split(" ")[0]] = { ...(await load()), usageName };
+  return loaded;
 }
 
 async function main(argv: string[]): Promise<Output> {
   const debug = await createDebug();
+  const commands = await loadCommands();
+  const options = argv.slice(0, argv.includes("--") ? argv.indexOf("--") : argv.length);
+  const named = argv[0] !== undefined && Object.hasOwn(commands, argv[0]) ? argv[0] : undefined;
+  // Help goes to stdout (it is what was asked for) and exits 0, like gh and npm; so does a bare
+  // `service-api` or `service-api apikey`, which could only be a question.
+  if (options.includes("-h") || options.includes("--help") || argv.length === 0 || (named && argv.length === 1)) {
+    return { stdout: renderHelp(commands, [...GLOBAL_OPTIONS, ...HELP_OPTIONS], named), exitCode: 0 };
+  }
+  if (options.includes("-v") || options.includes("--version")) return { stdout: `${VERSION}\n`, exitCode: 0 };
   const cli = cac("service-api");
   for (const { flag, help } of GLOBAL_OPTIONS) cli.option(flag, help);
-  const defs = [...GLOBAL_OPTIONS];
   let chosen: { command: Command; flags: Record<string, unknown> } | undefined;
-  for (const [name, load] of Object.entries(COMMANDS)) {
-    const command = await load();
-    const entry = cli.command(name, command.description);
+  for (const command of Object.values(commands)) {
+    const entry = cli.command(command.usageName, command.description);
     for (const { flag, help } of command.options) entry.option(flag, help);
     for (const example of command.examples) entry.example(example);
     entry.action((flags: Record<string, unknown>) => (chosen = { command, flags }));
-    defs.push(...command.options);
   }
-  cli.help();
-  cli.version(VERSION);
 
   const parsed = cli.parse(["node", "service-api", ...argv], { run: false });
-  if (parsed.options.help || parsed.options.version) return { exitCode: 0 };
   if (!cli.matchedCommand) {
     const unknown = parsed.args[0];
-    throw new ServiceError("USAGE", unknown ? `Unknown command '${unknown}'. Run 'service-api --help'.` : "Missing command. Run 'service-api --help'.");
+    if (!unknown) throw new ServiceError("USAGE", "Missing command. Run 'service-api --help'.");
+    throw new ServiceError("USAGE", `Unknown command '${unknown}'.${didYouMean(unknown, Object.keys(commands))} Run 'service-api --help'.`);
   }
+  const defs = [...GLOBAL_OPTIONS, ...commands[cli.matchedCommandName!].options];
   // cac's unknown-option check misses flags named like Object.prototype members (`--constructor`, `--__proto__`).
   const inherited = argv.find((arg) => /^--?[^-]/.test(arg) && arg.replace(/^--?/, "").split(/[=.]/)[0] in Object.prototype);
   if (inherited) throw new ServiceError("USAGE", `Unknown option \`${inherited.split("=")[0]}\`. Run 'service-api --help'.`);
+  try {
+    await cli.runMatchedCommand();
+  } catch (error) {
+    const message = error instanceof Error ? error.message : "";
+    if (/^Unknown option/.test(message)) throw new ServiceError("USAGE", unknownOption(message, defs));
+    throw error;
+  }
   stringFlags(parsed.options, argv, defs);
-  await cli.runMatchedCommand();
   if (!chosen) throw new ServiceError("USAGE", "Nothing to do. Run 'service-api --help'.");
   const io: CommandIO = { env: process.env, log: (line) => process.stderr.write(line + "\n"), debug, write: writeOut };
   return await chosen.command.run(chosen.flags, io);
@@ -78,7 +119,7 @@ async function main(argv: string[]): Promise<Output> {
 
 /** Runs the command line and sets the exit status; never throws. */
 async function run(argv: string[]): Promise<void> {
-  const asJson = argv.includes("--json");
+  const asJson = argv.includes("--json") || argv.includes("--format=json") || argv.some((arg, i) => arg === "--format" && argv[i + 1] === "json");
   let output: Output;
   try {
     output = await main(argv);
@@ -92,7 +133,10 @@ async function run(argv: string[]): Promise<void> {
       writeOut(2, `${(error as Error)?.stack ?? error}\n`);
     }
   }
-  const failed = output.stdout ? writeOut(1, output.stdout) : undefined;
+  let failed = output.stdout ? writeOut(1, output.stdout) : undefined;
+  // `--list | head -1`: the reader had what it wanted and left. Not an error (a secret never gets here:
+  // deliver() wrote it, and undoes the create when it could not).
+  if (failed === "EPIPE" && output.readerMayLeave) failed = undefined;
   if (output.notice) writeOut(2, output.notice + "\n");
   process.exitCode = output.exitCode;
   if (failed) {

@@ -82,7 +82,7 @@ describe("a loose or foreign store directory", () => {
     mkdirSync(store);
     chmodSync(store, 0o777); // as loose as it gets: the user could write it, and still must not use it
     const result = await runAs(AS_NOBODY, ["apikey", "--create", "--name", "evil", "--roles", "ADMIN", "--store", store]);
-    expect(result.code).toBe(1);
+    expect(result.code).toBe(3);
     expectOneLine(result, new RegExp(`${store} belongs to uid 0, not to you \\(uid ${NOBODY}\\)`));
     expect(readdirSync(store)).toEqual([]);
   });
@@ -100,7 +100,7 @@ describe("a loose or foreign store directory", () => {
     asNobody("cp", "-r", join(own, "names"), join(own, "keys"), join(own, "secrets"), store);
 
     const listed = await list(store);
-    expect(listed.code).toBe(1);
+    expect(listed.code).toBe(3);
     expectOneLine(listed, new RegExp(`${store}/(names|keys|secrets) belongs to uid ${NOBODY}, not to the store's owner \\(uid 0\\)`));
     expect(listed.stdout).not.toContain("evil");
     // Left as found rather than tightened: a tightened folder is trusted without a scan, so the next run
@@ -119,7 +119,7 @@ describe("a loose or foreign store directory", () => {
     chmodSync(shared, 0o1777);
     for (const [store, mode, why] of [[busy, 0o755, /holds files that are not a key store's \("notes.txt"\)/], [shared, 0o1777, /is a shared directory \(mode 1777, sticky\)/]] as const) {
       const result = await create(store, "x");
-      expect(result.code).toBe(1);
+      expect(result.code).toBe(3);
       expectOneLine(result, why);
       expect(result.stderr).toContain(`chmod 700 ${store}`);
       expect(statSync(store).mode & 0o7777).toBe(mode);
@@ -133,7 +133,7 @@ describe("a loose or foreign store directory", () => {
     chmodSync(join(store, "names"), 0o777);
     asNobody("sh", "-c", `echo x > ${join(store, "names", "0".repeat(64))}`);
     const listed = await list(store);
-    expect(listed.code).toBe(1);
+    expect(listed.code).toBe(3);
     expectOneLine(listed, new RegExp(`names/${"0".repeat(64)} belongs to uid ${NOBODY}, not to the store's owner \\(uid 0\\), and its directory was open`));
     expect(statSync(join(store, "names")).mode & 0o777).toBe(0o777); // left as found: the next run refuses too
     expect((await list(store)).code).toBe(1);
@@ -159,7 +159,7 @@ describe("a loose or foreign store directory", () => {
     const [entry] = readdirSync(join(decoy, "names"));
     symlinkSync(join(decoy, "names", entry), join(store, "names", entry));
     const viaEntry = await runCli(["apikey", "--delete", "--name", "decoy", "--store", store]);
-    expect(viaEntry.code).toBe(1);
+    expect(viaEntry.code).toBe(3);
     expectOneLine(viaEntry, /names\/[0-9a-f]{64} is a symbolic link, which the store never makes/);
     // A folder: keys/ replaced by a link to the decoy's.
     const store2 = fresh();
@@ -167,7 +167,7 @@ describe("a loose or foreign store directory", () => {
     renameSync(join(store2, "keys"), join(store2, "keys-moved"));
     symlinkSync(join(decoy, "keys"), join(store2, "keys"));
     const viaFolder = await list(store2);
-    expect(viaFolder.code).toBe(1);
+    expect(viaFolder.code).toBe(3);
     expectOneLine(viaFolder, /keys is not a directory but a symbolic link/);
   });
 });
@@ -223,12 +223,12 @@ describe("any store path, umask or disk ends in bounded time with one clear line
     for (const args of [["--create", "--name", "x", "--roles", "ADMIN"], ["--list"]]) {
       const result = await runCli(["apikey", ...args, "--store", "/proc/self"], { timeoutMs: 10_000 });
       expect(result.signal, "killed after 10 s").toBeNull();
-      expect(result.code).toBe(1);
+      expect(result.code).toBe(3);
       expectOneLine(result, /\/proc\/self is open to other users \(mode 0555\) and holds files that are not a key store's/);
     }
     const below = await runCli(["apikey", "--create", "--name", "x", "--roles", "ADMIN", "--store", "/proc/self/keys"], { timeoutMs: 10_000 });
     expect(below.signal).toBeNull();
-    expect(below.code).toBe(1);
+    expect(below.code).toBe(3);
     expectOneLine(below, /cannot mkdir \/proc\/self\/keys/);
   });
 
@@ -284,7 +284,7 @@ describe("any store path, umask or disk ends in bounded time with one clear line
       expect(listed.stdout).toContain("kept");
       for (const args of [["--create", "--name", "new", "--roles", "ADMIN"], ["--delete", "--name", "kept"]]) {
         const result = await runCli(["apikey", ...args, "--store", mount]);
-        expect(result.code).toBe(1);
+        expect(result.code).toBe(3);
         expectOneLine(result, new RegExp(`${mount}/\\S+: the file system is read-only\\. Remount it read-write, or use another --store`));
       }
     });

@@ -70,7 +70,7 @@ describe("the CLI with a Redis store URL holding credentials", () => {
       for (const user of USERS) {
         for (const encode of [false, true]) {
           const result = await listWith(urlFor(unreachable, user, password, encode));
-          expect([1, 2]).toContain(result.code);
+          expect([2, 3]).toContain(result.code);
           expect(result.stderr).toMatch(/redis:\/\/\*\*\*@127\.0\.0\.1/);
         }
       }
@@ -95,7 +95,7 @@ describe("the CLI with a Redis store URL holding credentials", () => {
         expect(good.stderr).toContain("store: redis://***@127.0.0.1");
         await listWith(urlFor(redis.port, name, password, false));
         const wrong = await listWith(urlFor(redis.port, name, `${password}x`, true));
-        expect(wrong.code).toBe(1);
+        expect(wrong.code).toBe(3);
       }
     }
   }, 120_000);

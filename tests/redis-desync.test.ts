@@ -180,7 +180,7 @@ describe("a server that speaks garbage", () => {
     const result = await runCli(["apikey", "--list"], {
       env: { SERVICE_API_STORE: `redis://127.0.0.1:${garbage.port}/0` },
     });
-    expect(result.code, result.stderr).toBe(1);
+    expect(result.code, result.stderr).toBe(3);
     expect(result.stderr.trim().split("\n"), result.stderr).toHaveLength(1);
     expect(result.stderr).toMatch(/Key store unavailable: .*out of step/);
     expect(result.stderr).not.toMatch(/TypeError|\n\s+at /);
@@ -190,7 +190,7 @@ describe("a server that speaks garbage", () => {
     const result = await runCli(["apikey", "--list", "--json"], {
       env: { SERVICE_API_STORE: `redis://127.0.0.1:${garbage.port}/0` },
     });
-    expect(result.code, result.stderr).toBe(1);
+    expect(result.code, result.stderr).toBe(3);
     expect(JSON.parse(result.stdout)).toMatchObject({ code: "STORE_UNAVAILABLE" });
     expect(result.stderr).not.toMatch(/TypeError|\n\s+at /);
   });

@@ -78,7 +78,7 @@ describe("CLI on a Redis store", () => {
       env: { SERVICE_API_STORE: `redis://:topsecret@127.0.0.1:${port}/0` },
     });
     const ms = performance.now() - started;
-    expect(result.code).toBe(1);
+    expect(result.code).toBe(3);
     // Refused at once; the budget is for a cold node start on a loaded machine, far below any hang.
     expect(ms).toBeLessThan(5_000);
     expect(result.stdout).toBe("");
@@ -102,7 +102,7 @@ describe("CLI on a Redis store", () => {
       ]);
       expect(performance.now() - started).toBeLessThan(5_000);
       for (const result of results) {
-        expect(result.code).toBe(1);
+        expect(result.code).toBe(3);
         expect(json(result)).toMatchObject({ code: "STORE_UNAVAILABLE" });
         expect(json(result).error).toContain(`Key store unavailable: cannot connect to Redis`);
         expect(json(result).error).toContain(redis.url);

@@ -92,7 +92,7 @@ describe("apikey --url (remote mode)", () => {
     expect(JSON.parse(forbidden.stdout)).toMatchObject({ code: "FORBIDDEN", error: expect.stringContaining("API_KEY:CREATE_ANY") });
 
     const down = await runCli(["apikey", "--list", "--json", "--url", "http://127.0.0.1:1"], { env: { SERVICE_API_KEY: adminKey } });
-    expect(down.code).toBe(1);
+    expect(down.code).toBe(3); // an unreachable service is a broken environment, not a refusal
     expect(JSON.parse(down.stdout)).toMatchObject({ code: "STORE_UNAVAILABLE", error: expect.stringContaining("Cannot reach the service") });
 
     const both = await runCli(["apikey", "--list", "--url", server.url, "--store", local], { env: { SERVICE_API_KEY: adminKey } });

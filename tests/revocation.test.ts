@@ -136,14 +136,14 @@ describe.skipIf(!isRoot)(`revocation on a full disk [${NOT_ROOT}]`, () => {
         const refill = () => fill(disk); // the delete freed a little space
         refill();
         const run = await runCli(["apikey", "--create", "--name", "no room", "--roles", "GUEST", "--store", store]);
-        expect(run.code).toBe(1);
+        expect(run.code).toBe(3);
         expect(run.stdout).toBe("");
         expect(run.stderr.trim().split("\n")).toHaveLength(1);
         expect(run.stderr).toMatch(/no space left/i);
         expect(temporaries(store)).toEqual([]);
         // Nor can an overwrite: the key it would replace keeps working, and nothing half-made is left.
         const overwrite = await runCli(["apikey", "--create", "--name", "kept", "--roles", "GUEST", "--overwrite", "--store", store]);
-        expect(overwrite.code).toBe(1);
+        expect(overwrite.code).toBe(3);
         expect(overwrite.stderr).toMatch(/no space left/i);
         expect((await server.verify(kept.key))?.id).toBe(kept.id);
         expect(temporaries(store)).toEqual([]);

@@ -3,7 +3,10 @@
  * run function that returns what to print. `cli.ts` wires argv to them; commands never exit.
  */
 import type { Output } from "./format.ts";
-import type { KeyBackend } from "../store/key-store.ts";
+import type { KeyBackend, KeyStore } from "../store/key-store.ts";
+
+/** What the CLI needs of a store, local or remote: the command's operations, `update`, and `get` where it is O(1). */
+export type CliBackend = KeyBackend & Pick<KeyStore, "update"> & Partial<Pick<KeyStore, "get">>;
 
 /** One flag as cac takes it: `--name <name>` takes a value, `--json` does not. */
 export interface OptionDef {
@@ -23,7 +26,7 @@ export interface CommandIO {
   /** Writes to stdout (1) or stderr (2); returns an error code when the text could not be written. */
   write: (fd: 1 | 2, text: string) => string | undefined;
   /** A store to use instead of the one the flags and environment name (tests pass a memory store). */
-  store?: KeyBackend;
+  store?: CliBackend;
   /** Whether a person can answer prompts; found out from the terminal when absent. */
   interactive?: boolean;
 }
@@ -31,6 +34,8 @@ export interface CommandIO {
 /** A command: flags, help text and the function that runs it. */
 export interface CommandDef<Flags> {
   description: string;
+  /** Usage lines for `--help`, one per mode. */
+  usage?: readonly string[];
   options: readonly OptionDef[];
   examples: readonly string[];
   /** Runs the command with the flags cac parsed (a method, so any command's def fits `CommandDef<object>`). */

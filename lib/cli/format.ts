@@ -14,6 +14,8 @@ export interface Output {
   exitCode: number;
   /** Set when stdout carries a new key's secret, its only copy: see `undeliveredCreate`. */
   created?: { id: string; name: string; overwrite: boolean };
+  /** A reader that stops early (`--list | head -1`) is no failure: the data was only for reading. */
+  readerMayLeave?: boolean;
 }
 
 const json = (value: unknown) => JSON.stringify(value) + "\n";

@@ -5,6 +5,7 @@
 import { writeSync } from "node:fs";
 import type { Output } from "./format.ts";
 import type { KeyBackend } from "../store/key-store.ts";
+import { writeSecretFile } from "./secret-file.ts";
 
 /** How long a reader that does not read may keep the command waiting before its output counts as lost. */
 const WRITE_PATIENCE_MS = 60_000;
@@ -38,8 +39,20 @@ export function writeOut(fd: 1 | 2, text: string): string | undefined {
  * other copy, so the create is undone (or, for an overwrite, the message says what is left) and the
  * command fails. Any other output is returned unwritten, for the caller to print.
  */
-export async function deliver(output: Output, store: KeyBackend, write: (fd: 1, text: string) => string | undefined): Promise<Output> {
+export async function deliver(
+  output: Output,
+  store: KeyBackend,
+  write: (fd: 1, text: string) => string | undefined,
+  file?: { path: string; force: boolean },
+): Promise<Output> {
   if (!output.created || !output.stdout) return output;
+  if (file) {
+    // stdout then carries nothing secret; people are told on stderr where the secret went.
+    const failed = writeSecretFile(file.path, output.stdout, file.force);
+    const where = `Wrote it to ${file.path} (mode 0600).`;
+    if (!failed) return { ...output, stdout: undefined, notice: output.notice ? `${output.notice} ${where}` : where };
+    return { notice: await undeliveredCreate(output.created, store, failed, file.path), exitCode: 1 };
+  }
   const failed = write(1, output.stdout);
   if (!failed) return { ...output, stdout: undefined };
   return { notice: await undeliveredCreate(output.created, store, failed), exitCode: 1 };
@@ -51,9 +64,14 @@ export async function deliver(output: Output, store: KeyBackend, write: (fd: 1, 
  * key; an overwrite cannot be undone (the key it replaced is gone), so the message says what is left.
  * Returns the one-line message.
  */
-export async function undeliveredCreate(created: NonNullable<Output["created"]>, store: KeyBackend, reason: string): Promise<string> {
+export async function undeliveredCreate(
+  created: NonNullable<Output["created"]>,
+  store: KeyBackend,
+  reason: string,
+  where = "stdout",
+): Promise<string> {
   const { id, name } = created;
-  const lost = `Error: Could not write the new key's secret to stdout (${reason}).`;
+  const lost = `Error: Could not write the new key's secret to ${where} (${reason}).`;
   const fix = `Delete it (service-api apikey --delete --name '${name}') or overwrite it again.`;
   if (created.overwrite) {
     return `${lost} Key '${name}' (id ${id}) is stored, replacing any earlier key of that name (which no longer works), but its secret is lost. ${fix}`;

@@ -3,7 +3,10 @@
  * running service's GraphQL API. The command's flow and formatter are the same as in local mode,
  * so output and exit statuses are too; the service's error codes come back as `ServiceError` codes.
  */
-import type { KeyBackend } from "../store/key-store.ts";
+import type { KeyBackend, KeyStore } from "../store/key-store.ts";
+
+/** The store's methods a remote service offers: the command's, and `update`. */
+export type RemoteBackend = KeyBackend & Pick<KeyStore, "update">;
 import type { ApiKeyInfo, CreatedKey } from "../core/model.ts";
 import { ServiceError } from "../core/errors.ts";
 import { type Client, ClientError, createClient } from "./client.ts";
@@ -25,6 +28,7 @@ type RawKey = Omit<ApiKeyInfo, "description"> & { description?: string | null };
 // The service's roles, resources and actions may be newer than ours: they are checked as text, not by name.
 const asRawKey = (key: v.InferOutput<typeof RawKeySchema>) => key as RawKey;
 const ListSchema = v.object({ apiKeys: v.array(v.pipe(RawKeySchema, v.transform(asRawKey))) });
+const UpdateSchema = v.object({ apiKey: v.object({ update: v.pipe(RawKeySchema, v.transform(asRawKey)) }) });
 const CreateSchema = v.object({
   apiKey: v.object({ create: v.object({ ...RawKeySchema.entries, key: ServerText }) }),
 });
@@ -46,7 +50,7 @@ export interface RemoteBackendOptions {
  * A key backend that acts on a running service.
  * @example await runApikey(flags, createRemoteBackend({ baseUrl, apiKey }), { interactive: false })
  */
-export function createRemoteBackend(options: RemoteBackendOptions | { client: Client }): KeyBackend {
+export function createRemoteBackend(options: RemoteBackendOptions | { client: Client }): RemoteBackend {
   const client = "client" in options ? options.client : createClient(options);
 
   const list = async (): Promise<ApiKeyInfo[]> => {
@@ -76,6 +80,15 @@ export function createRemoteBackend(options: RemoteBackendOptions | { client: Cl
       );
       const created = data.apiKey.create;
       return { ...toInfo(created as RawKey), key: created.key };
+    },
+
+    async update(id, patch) {
+      const data = await client.request(
+        `mutation ($input: UpdateApiKeyInput!) { apiKey { update(input: $input) { ${FIELDS} } } }`,
+        { input: { id, ...patch } },
+        UpdateSchema,
+      );
+      return toInfo(data.apiKey.update);
     },
 
     async deleteById(id) {
@@ -111,7 +124,7 @@ export function createRemoteBackend(options: RemoteBackendOptions | { client: Cl
  * The backend for `apikey --url <base_url>`: checks the URL and takes the key from `SERVICE_API_KEY`.
  * @example openRemoteBackend("http://127.0.0.1:3001", process.env)
  */
-export function openRemoteBackend(url: string, env: Record<string, string | undefined>): KeyBackend {
+export function openRemoteBackend(url: string, env: Record<string, string | undefined>): RemoteBackend {
   let parsed: URL | undefined;
   try {
     parsed = new URL(url);

@@ -5,7 +5,8 @@ export const ERROR_CODES = {
   NAME_TAKEN: { exit: 1, http: 409 },
   NOT_FOUND: { exit: 1, http: 404 },
   NO_KEYS: { exit: 1, http: 404 },
-  STORE_UNAVAILABLE: { exit: 1, http: 503 },
+  // Its own status, so a `set -e` script tells a broken environment from "name taken" or "nothing to delete".
+  STORE_UNAVAILABLE: { exit: 3, http: 503 },
   UNAUTHENTICATED: { exit: 1, http: 401 },
   FORBIDDEN: { exit: 1, http: 403 },
   CANCELLED: { exit: 130, http: 400 },

@@ -2,14 +2,33 @@
  * The `apikey` command: its flags and help text, and its flow, independent of argv parsing and of
  * where output goes: pick the mode, validate, call the store (local or remote), and return what to print.
  */
-import { ServiceError } from "../../core/errors.ts";
-import { formatCreated, formatDeleted, formatList, formatNothingDeleted, type Output } from "../format.ts";
-import { LookupNameSchema, parseCreateInput, parseInput } from "../../core/input.ts";
+import { isServiceError, ServiceError } from "../../core/errors.ts";
+import {
+  formatCreated,
+  formatDeleted,
+  formatList,
+  formatNothingDeleted,
+  NO_KEYS_MESSAGE,
+  notFoundMessage,
+  type Output,
+} from "../format.ts";
+import { formatEnv, formatExisting, formatNothingToDelete, formatUpdated } from "../format-scripts.ts";
+import {
+  DescriptionSchema,
+  LookupNameSchema,
+  NameSchema,
+  parseCreateInput,
+  parseInput,
+  PermissionsSchema,
+  RolesSchema,
+} from "../../core/input.ts";
 import type { KeyBackend } from "../../store/key-store.ts";
 import { openKeyStore, parseStoreSpec } from "../../store/config.ts";
-import type { ApikeyFlags } from "../flags.ts";
-import type { CommandDef, CommandIO } from "../command.ts";
+import { type ApikeyFlags, chooseMode } from "../flags.ts";
+import type { CliBackend, CommandDef, CommandIO } from "../command.ts";
 import { deliver } from "../output.ts";
+import { checkOutputTarget } from "../secret-file.ts";
+import { withStoreHint } from "../store-hint.ts";
 
 export type { ApikeyFlags, KeyBackend };
 
@@ -44,42 +63,85 @@ function missing(what: string, flags: string, context: TerminalState): ServiceEr
  * Runs `service-api apikey` with parsed flags.
  * @example await runApikey({ create: true, name: "ci", roles: "ADMIN", json: true }, store, { interactive: false })
  */
-export async function runApikey(flags: ApikeyFlags, store: KeyBackend, context: ApikeyContext): Promise<Output> {
-  const modes = (["create", "delete", "list"] as const).filter((mode) => flags[mode]);
-  if (modes.length !== 1) {
-    throw new ServiceError(
-      "USAGE",
-      modes.length === 0
-        ? "Choose what to do: --create, --delete or --list"
-        : `Choose one of --create, --delete and --list, not ${modes.map((m) => `--${m}`).join(" and ")}`,
-    );
+export async function runApikey(flags: ApikeyFlags, store: CliBackend, context: ApikeyContext): Promise<Output> {
+  const mode = chooseMode(flags);
+  const asJson = Boolean(flags.json) || flags.format === "json";
+
+  if (mode === "list") return { ...formatList(await store.list(), asJson), readerMayLeave: true };
+  if (mode === "create") return await create(flags, store, context, asJson);
+  if (mode === "update") return await update(flags, store, asJson);
+
+  if (flags.id !== undefined) {
+    const deleted = await store.deleteById(flags.id);
+    if (deleted) return formatDeleted([deleted], asJson);
+    return nothingToDelete(`No API key found with id: ${flags.id}`, "NOT_FOUND", flags, asJson);
   }
-  const asJson = Boolean(flags.json);
-
-  if (flags.list) return formatList(await store.list(), asJson);
-
-  if (flags.create) {
-    if (flags.name === undefined) {
-      const unable = await cannotPrompt(context);
-      if (unable) throw missing("--name", "--name <name> and --roles <roles> or --permissions <RESOURCE:ACTION,...>", unable);
-      const { interactiveCreate } = await import("../prompts.ts");
-      return interactiveCreate(flags, store);
-    }
-    const input = parseCreateInput(flags);
-    const created = await store.create(input, { overwrite: Boolean(flags.overwrite) });
-    return { ...formatCreated(created, asJson), created: { id: created.id, name: created.name, overwrite: Boolean(flags.overwrite) } };
-  }
-
   if (flags.name === undefined) {
+    if (flags.ifExists) throw new ServiceError("USAGE", "--if-exists needs --name <name> or --id <id>");
     const unable = await cannotPrompt(context);
-    if (unable) throw missing("--name", "--name <name>", unable);
+    if (unable) throw missing("--name", "--name <name> or --id <id>", unable);
     const { interactiveDelete } = await import("../prompts.ts");
     return interactiveDelete(flags, store);
   }
   const name = parseInput(LookupNameSchema, flags.name);
   const deleted = await store.deleteByName(name);
   if (deleted) return formatDeleted([deleted], asJson);
-  return formatNothingDeleted(name, await store.isEmpty(), asJson);
+  const empty = await store.isEmpty();
+  if (flags.ifExists) return nothingToDelete(empty ? NO_KEYS_MESSAGE : notFoundMessage(name), empty ? "NO_KEYS" : "NOT_FOUND", flags, asJson);
+  return formatNothingDeleted(name, empty, asJson);
+}
+
+/** Nothing matched a delete: exit 0 with --if-exists, else the not-found failure (exit 1). */
+function nothingToDelete(message: string, code: "NOT_FOUND" | "NO_KEYS", flags: ApikeyFlags, asJson: boolean): Output {
+  if (flags.ifExists) return formatNothingToDelete(message, code, asJson);
+  if (asJson) return { stdout: JSON.stringify({ deleted: 0, error: message, code }) + "\n", exitCode: 1 };
+  return { notice: message, exitCode: 1 };
+}
+
+async function create(flags: ApikeyFlags, store: CliBackend, context: ApikeyContext, asJson: boolean): Promise<Output> {
+  const env = flags.format === "env";
+  if (flags.output !== undefined) checkOutputTarget(flags.output, Boolean(flags.force));
+  if (flags.name === undefined) {
+    if (flags.ifNotExists || env) throw new ServiceError("USAGE", `${flags.ifNotExists ? "--if-not-exists" : "--format env"} needs --name <name>`);
+    const unable = await cannotPrompt(context);
+    if (unable) throw missing("--name", "--name <name> and --roles <roles> or --permissions <RESOURCE:ACTION,...>", unable);
+    const { interactiveCreate } = await import("../prompts.ts");
+    return interactiveCreate(flags, store);
+  }
+  const input = parseCreateInput(flags);
+  const overwrite = Boolean(flags.overwrite);
+  let created;
+  try {
+    created = await store.create(input, { overwrite });
+  } catch (error) {
+    // Taken, also by a create that won a race with ours: idempotent success, nothing created.
+    const existing = flags.ifNotExists && isServiceError(error) && error.code === "NAME_TAKEN" ? await store.getByName(input.name) : null;
+    if (!existing) throw error;
+    return formatExisting(existing, asJson, env);
+  }
+  const output = env ? formatEnv(created, overwrite) : formatCreated(created, asJson, overwrite);
+  // With --if-not-exists a script reads `.created`; a plain create keeps the specified shape exactly.
+  if (flags.ifNotExists && asJson) output.stdout = JSON.stringify({ key: created.key, name: created.name, id: created.id, created: true }) + "\n";
+  return { ...output, created: { id: created.id, name: created.name, overwrite } };
+}
+
+async function update(flags: ApikeyFlags, store: CliBackend, asJson: boolean): Promise<Output> {
+  if (flags.name === undefined && flags.id === undefined) throw new ServiceError("USAGE", "--update needs --name <name> or --id <id> to choose the key");
+  const patch: Parameters<CliBackend["update"]>[1] = {};
+  if (flags.rename !== undefined) patch.name = parseInput(NameSchema, flags.rename);
+  if (flags.description !== undefined) patch.description = parseInput(DescriptionSchema, flags.description) ?? "";
+  if (flags.roles !== undefined) patch.roles = parseInput(RolesSchema, flags.roles);
+  if (flags.permissions !== undefined) patch.permissions = parseInput(PermissionsSchema, flags.permissions);
+  if (Object.keys(patch).length === 0) {
+    throw new ServiceError("USAGE", "--update needs something to change: --roles, --permissions, --description or --rename");
+  }
+  const before = flags.id !== undefined
+    ? await (store.get ? store.get(flags.id) : (async () => (await store.list()).find((key) => key.id === flags.id) ?? null)())
+    : await store.getByName(parseInput(LookupNameSchema, flags.name));
+  if (!before) {
+    throw new ServiceError("NOT_FOUND", flags.id !== undefined ? `No API key found with id: ${flags.id}` : notFoundMessage(flags.name!.trim()));
+  }
+  return formatUpdated(await store.update(before.id, patch), before, asJson);
 }
 
 /**
@@ -90,18 +152,24 @@ export async function runApikey(flags: ApikeyFlags, store: KeyBackend, context: 
 export async function run(flags: ApikeyCommandFlags, io: CommandIO): Promise<Output> {
   const context: ApikeyContext = io.interactive === undefined ? terminal : { interactive: io.interactive };
   if (flags.url && flags.store) throw new ServiceError("USAGE", "Use --url or --store, not both");
-  if (io.store) return await deliver(await runApikey(flags, io.store, context), io.store, io.write);
+  chooseMode(flags); // bad usage is reported before any store is opened
+  const file = flags.output !== undefined ? { path: flags.output, force: Boolean(flags.force) } : undefined;
+  const go = async (store: CliBackend) => await deliver(await runApikey(flags, store, context), store, io.write, file);
+  if (io.store) return await go(io.store);
   const url = flags.url ?? (flags.store ? undefined : io.env.SERVICE_API_URL?.trim() || undefined);
   if (url) {
     const { openRemoteBackend } = await import("../../client/remote.ts");
-    const remote = openRemoteBackend(url, io.env);
-    return await deliver(await runApikey(flags, remote, context), remote, io.write);
+    return await go(openRemoteBackend(url, io.env));
   }
-  const store = await openKeyStore(parseStoreSpec(flags.store, io.env), io.debug, { oneShot: true });
   try {
-    return await deliver(await runApikey(flags, store, context), store, io.write);
-  } finally {
-    await store.close();
+    const store = await openKeyStore(parseStoreSpec(flags.store, io.env), io.debug, { oneShot: true });
+    try {
+      return await go(store);
+    } finally {
+      await store.close();
+    }
+  } catch (error) {
+    throw withStoreHint(error, flags.store, io.env);
   }
 }
 
@@ -114,22 +182,38 @@ async function terminal(): Promise<TerminalState> {
 
 /** `service-api apikey`: flags, help text and `run`. */
 export const command: CommandDef<ApikeyCommandFlags> = {
-  description: "Create, delete or list API keys",
+  description: "Create, delete, update or list API keys",
+  usage: [
+    "service-api apikey --create --name <name> [-r <roles>] [-p <perms>] [-d <text>] [--overwrite | --if-not-exists] [--json | --format env] [--output <file> [--force]]",
+    "service-api apikey --delete [--name <name> | --id <id>] [--if-exists] [--json]",
+    "service-api apikey --update (--name <name> | --id <id>) [-r <roles>] [-p <perms>] [-d <text>] [--rename <name>] [--json]",
+    "service-api apikey --list [--json]",
+  ],
   options: [
     { flag: "--create", help: "Create a key" },
-    { flag: "--delete", help: "Delete a key (interactive without --name)" },
+    { flag: "--delete", help: "Delete a key (interactive without --name or --id)" },
+    { flag: "--update", help: "Change a key's roles, permissions, description or name; its secret stays" },
     { flag: "--list", help: "List keys (never their secrets)" },
     { flag: "--name <name>", help: "Key name: letters, digits and spaces" },
-    { flag: "--description <desc>", help: "Free-text description" },
-    { flag: "--roles <roles>", help: "Comma-separated roles: ADMIN, CONNECT, VIEWER, GUEST" },
-    { flag: "--permissions <perms>", help: "Comma-separated RESOURCE:ACTION pairs, e.g. DOCKER:READ_ANY" },
+    { flag: "--id <id>", help: "Key id, instead of --name (delete, update)" },
+    { flag: "-d, --description <desc>", help: "Free-text description (update: replaces it; \"\" removes it)" },
+    { flag: "-r, --roles <roles>", help: "Comma-separated roles: ADMIN, CONNECT, VIEWER, GUEST (update: replaces them)" },
+    { flag: "-p, --permissions <perms>", help: "Comma-separated RESOURCE:ACTION pairs, e.g. DOCKER:READ_ANY (update: replaces them)" },
+    { flag: "--rename <name>", help: "update: the key's new name" },
     { flag: "--overwrite", help: "Replace an existing key of the same name (new id and secret)" },
+    { flag: "--if-not-exists", help: "create: exit 0 and create nothing when the name is taken" },
+    { flag: "--if-exists", help: "delete: exit 0 when there is nothing to delete" },
+    { flag: "--output <file>", help: "create: write the secret (or the JSON) to a new file, mode 0600, instead of stdout" },
+    { flag: "--force", help: "with --output: replace an existing file (atomically)" },
+    { flag: "--format <fmt>", help: "create: text (default), json (as --json) or env (SERVICE_API_KEY=... lines)" },
     { flag: "--json", help: "Print the result as one JSON object" },
     { flag: "--url <base_url>", help: "Act on a running service instead of a store (env SERVICE_API_URL; key in SERVICE_API_KEY)" },
   ],
   examples: [
-    "service-api apikey --create --name \"deploy key\" --roles ADMIN --json",
-    "service-api apikey --delete --name \"deploy key\"",
+    "service-api apikey --create --name \"deploy key\" -r ADMIN --json",
+    "service-api apikey --create --name ci -r VIEWER --if-not-exists --output ci.key",
+    "service-api apikey --update --name ci -p DOCKER:READ_ANY",
+    "service-api apikey --delete --name \"deploy key\" --if-exists",
   ],
   run,
 };

@@ -10,6 +10,7 @@ import type { CommandDef } from "../command.ts";
 import { bindThenSettleAsOwner, openKeyStore, parseStoreSpec } from "../../store/config.ts";
 import { resolveLogLevel } from "../../core/log.ts";
 import { redactSecrets } from "../../core/secret.ts";
+import { withStoreHint } from "../store-hint.ts";
 
 export interface ServeFlags {
   host?: string;
@@ -57,7 +58,9 @@ export async function runServe(
   const port = resolvePort(flags.port, env);
   const corsOrigins = resolveCorsOrigins(flags.corsOrigin, env);
   const { serve } = await import("../../http/serve.ts");
-  const store = await openKeyStore(parseStoreSpec(flags.store, env), io.debug);
+  const store = await openKeyStore(parseStoreSpec(flags.store, env), io.debug).catch((error) => {
+    throw withStoreHint(error, flags.store, env);
+  });
   let server;
   try {
     // Root on another user's store acts as that user (see the store's trust rules); a server binds its port

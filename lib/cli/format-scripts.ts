@@ -1,0 +1,47 @@
+/**
+ * The outputs scripts ask for beyond the specified shapes: a create as dotenv lines (`--format env`),
+ * a create skipped by `--if-not-exists`, a delete skipped by `--if-exists`, and an update.
+ */
+import type { ApiKeyInfo, CreatedKey } from "../core/model.ts";
+import type { Output } from "./format.ts";
+
+const json = (value: unknown) => JSON.stringify(value) + "\n";
+
+/**
+ * A value for a dotenv file that a POSIX shell can also `source`: bare when it is only safe characters
+ * (a secret, an id), else in single quotes, with a quote written `'\''`. Names hold letters, digits
+ * and spaces only, so the escape is for names a remote service sends.
+ */
+export function envValue(value: string): string {
+  return /^[A-Za-z0-9_.:/-]+$/.test(value) ? value : `'${value.replaceAll("'", "'\\''")}'`;
+}
+
+/** `--format env`: SERVICE_API_KEY, SERVICE_API_KEY_ID and SERVICE_API_KEY_NAME lines. */
+export function formatEnv(created: CreatedKey, replaced: boolean): Output {
+  return {
+    stdout: `SERVICE_API_KEY=${envValue(created.key)}\nSERVICE_API_KEY_ID=${envValue(created.id)}\nSERVICE_API_KEY_NAME=${envValue(created.name)}\n`,
+    notice: `${replaced ? "Replaced" : "Created"} API key '${created.name}' (id ${created.id}). Store the key now: it is not shown again.`,
+    exitCode: 0,
+  };
+}
+
+/** `--if-not-exists` and the name is taken: nothing created, no secret; `{"name","id","created":false}`. */
+export function formatExisting(existing: ApiKeyInfo, asJson: boolean, env: boolean): Output {
+  const notice = `API key '${existing.name}' already exists (id ${existing.id}); nothing was created (--if-not-exists)`;
+  if (asJson) return { stdout: json({ name: existing.name, id: existing.id, created: false }), exitCode: 0 };
+  if (env) return { stdout: `SERVICE_API_KEY_ID=${envValue(existing.id)}\nSERVICE_API_KEY_NAME=${envValue(existing.name)}\n`, notice, exitCode: 0 };
+  return { notice, exitCode: 0 };
+}
+
+/** `--if-exists` and nothing matched: exit 0, the not-found message as the spec's `message` variant. */
+export function formatNothingToDelete(message: string, code: string, asJson: boolean): Output {
+  if (asJson) return { stdout: json({ deleted: 0, message, code }), exitCode: 0 };
+  return { notice: `${message} (nothing to delete: --if-exists)`, exitCode: 0 };
+}
+
+/** `--update`: the key as `--list --json` shows one, or a line saying what changed. */
+export function formatUpdated(key: ApiKeyInfo, before: ApiKeyInfo, asJson: boolean): Output {
+  if (asJson) return { stdout: json(key), exitCode: 0 };
+  const renamed = key.name !== before.name ? ` (renamed from '${before.name}')` : "";
+  return { stdout: `Updated API key '${key.name}'${renamed} (id ${key.id})\n`, exitCode: 0 };
+}

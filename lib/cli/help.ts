@@ -1,0 +1,92 @@
+/**
+ * `--help`: the usage of every command and flag, the environment variables, the exit statuses and the
+ * valid roles, resources and actions, from the command definitions themselves (so a new flag or
+ * command shows up without editing this file). Lines fit 80 columns.
+ */
+import type { CommandDef, OptionDef } from "./command.ts";
+import { ACTIONS, RESOURCES, ROLE_DESCRIPTIONS, ROLES } from "../core/model.ts";
+import { VERSION } from "../core/version.ts";
+
+/** The environment variables the CLI and the service read. */
+export const ENVIRONMENT: readonly [string, string][] = [
+  ["SERVICE_API_STORE", "Key store, as --store (default ${XDG_CONFIG_HOME:-~/.config}/service-api/keys)"],
+  ["SERVICE_API_URL", "Act on a running service, as --url"],
+  ["SERVICE_API_KEY", "The key used with --url / SERVICE_API_URL (ADMIN role)"],
+  ["LOG_LEVEL", "silent, error, warn, info (default), debug or trace; on stderr"],
+  ["PORT", "serve: port to listen on, as --port (default 3001)"],
+  ["HOST", "serve: interface to listen on, as --host (default 127.0.0.1)"],
+  ["NO_COLOR", "Prompts without colours"],
+];
+
+/** Every exit status, with the error codes that lead to it. */
+export const EXIT_STATUSES: readonly [number, string][] = [
+  [0, "success (also --if-exists / --if-not-exists with nothing to do)"],
+  [1, "could not be done: NAME_TAKEN, NOT_FOUND, NO_KEYS, UNAUTHENTICATED, FORBIDDEN, secret not delivered"],
+  [2, "bad usage or invalid input: USAGE, INVALID_INPUT"],
+  [3, "key store or service unreachable: STORE_UNAVAILABLE"],
+  [130, "cancelled at a prompt: CANCELLED"],
+];
+
+const WIDTH = 80;
+
+/** Word-wraps `text` to the width, indenting continuation lines by `indent` spaces. */
+function wrap(text: string, indent: number, first = ""): string {
+  const lines: string[] = [];
+  let line = first;
+  for (const word of text.split(" ")) {
+    if (line.trim() && line.length + 1 + word.length > WIDTH) {
+      lines.push(line.trimEnd());
+      line = " ".repeat(indent);
+    }
+    line += (line.trim() ? " " : "") + word;
+  }
+  lines.push(line.trimEnd());
+  return lines.join("\n");
+}
+
+/** Two columns: a left part padded to `width`, then wrapped help. */
+const row = (left: string, text: string, width: number) => wrap(text, width + 4, `  ${left.padEnd(width)} `);
+
+function options(defs: readonly OptionDef[]): string[] {
+  const width = Math.min(26, Math.max(...defs.map((d) => d.flag.length)));
+  return defs.map((d) => (d.flag.length > width ? `  ${d.flag}\n${wrap(d.help, width + 4, " ".repeat(width + 4))}` : row(d.flag, d.help, width)));
+}
+
+/** The common sections: environment, exit statuses, roles, resources, actions. */
+function reference(): string[] {
+  return [
+    "Environment:",
+    ...ENVIRONMENT.map(([name, help]) => row(name, help, 17)),
+    "",
+    "Exit status:",
+    ...EXIT_STATUSES.map(([status, help]) => row(String(status), help, 3)),
+    "",
+    "Roles:",
+    ...ROLES.map((role) => row(role, ROLE_DESCRIPTIONS[role], 7)),
+    "",
+    wrap(RESOURCES.join(" "), 2, "Resources:"),
+    wrap(ACTIONS.join(" "), 2, "Actions:"),
+  ];
+}
+
+/**
+ * Help for the whole CLI, or for one command.
+ * @example renderHelp({ apikey }, [], "apikey")
+ */
+export function renderHelp(commands: Record<string, CommandDef<object>>, global: readonly OptionDef[], only?: string): string {
+  const chosen = only ? [only] : Object.keys(commands);
+  const lines = [wrap(`service-api ${VERSION}: create and delete API keys, and run the GraphQL service they unlock.`, 2), ""];
+  if (!only) {
+    lines.push("Usage: service-api <command> [options]", "", "Commands:");
+    for (const name of chosen) lines.push(row(name, commands[name].description, 10));
+    lines.push("");
+  }
+  for (const name of chosen) {
+    const command = commands[name];
+    lines.push(wrap(`service-api ${name}: ${command.description}`, 2), ...(command.usage ?? []).map((u) => wrap(u, 6, "  ")), "");
+    lines.push("Options:", ...options(command.options), "");
+    if (command.examples.length) lines.push("Examples:", ...command.examples.map((e) => wrap(e, 6, "  ")), "");
+  }
+  lines.push("Global options:", ...options(global), "", ...reference());
+  return lines.join("\n") + "\n";
+}

@@ -1,0 +1,54 @@
+/**
+ * `--output <file>`: a new key's secret written to a file that is never readable by anyone else, not
+ * even for an instant. A new file is made with O_CREAT|O_EXCL|O_NOFOLLOW and mode 0600 (an existing
+ * file or a symbolic link in its place is refused, never followed or truncated); with `--force` the
+ * text goes to a new 0600 temporary file beside it that is then renamed over the old one, so readers
+ * see the old file or the new one, never a partial or loose one.
+ */
+import { closeSync, constants, existsSync, fchmodSync, fsyncSync, lstatSync, openSync, renameSync, rmSync, writeSync } from "node:fs";
+import { basename, dirname, join } from "node:path";
+import { ServiceError } from "../core/errors.ts";
+
+const CREATE_NEW = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0);
+
+/** Refuses, before anything is created, a target that exists when `--force` was not given. */
+export function checkOutputTarget(path: string, force: boolean): void {
+  const stat = lstatSync(path, { throwIfNoEntry: false });
+  if (stat?.isDirectory()) throw new ServiceError("USAGE", `--output ${path} is a directory: name a file`);
+  if (stat && !force) throw new ServiceError("USAGE", `--output ${path} already exists: pass --force to replace it, or choose a new file`);
+}
+
+function writeNew(path: string, text: string): void {
+  const fd = openSync(path, CREATE_NEW, 0o600);
+  try {
+    fchmodSync(fd, 0o600); // the umask can only take bits away; this makes sure of the rest
+    const bytes = new TextEncoder().encode(text);
+    for (let at = 0; at < bytes.length;) at += writeSync(fd, bytes, at);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Writes `text` to `path` with mode 0600. Returns undefined when written, else the error code
+ * (EEXIST when the file appeared meanwhile without `force`, EACCES, ENOSPC, ...).
+ */
+export function writeSecretFile(path: string, text: string, force: boolean): string | undefined {
+  try {
+    if (!force) {
+      writeNew(path, text);
+      return;
+    }
+    const temp = join(dirname(path), `.${basename(path)}.${crypto.randomUUID().slice(0, 8)}.tmp`);
+    try {
+      writeNew(temp, text);
+      renameSync(temp, path);
+    } catch (error) {
+      if (existsSync(temp)) rmSync(temp, { force: true });
+      throw error;
+    }
+  } catch (error) {
+    return (error as { code?: string }).code ?? "EIO";
+  }
+}
