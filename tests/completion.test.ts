@@ -40,16 +40,19 @@ COMP_CWORD=$((\${#COMP_WORDS[@]} - 1)); _service_api; printf '%s\\n' "\${COMPREP
 }
 
 describe("completion", () => {
-  it("rejects an unknown or missing shell with a usage error", async () => {
+  it("rejects an unknown shell with a usage error, and prints its help without one", async () => {
     const unknown = await runCli(["completion", "ksh"]);
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toBe("Error: Unknown shell 'ksh': choose one of bash, zsh, fish\n");
-    expect((await runCli(["completion"])).code).toBe(2);
+    // Without a shell it is a bare command, which prints its help (as bare `service-api` does).
+    const bare = await runCli(["completion"]);
+    expect(bare.code).toBe(0);
+    expect(bare.stdout).toContain("service-api completion fish");
   });
 
   it("lists the same commands as --help, and every apikey flag in every script", async () => {
     const help = (await runCli(["--help"])).stdout;
-    const commands = [...help.split("Commands:")[1].split("\n\n")[0].matchAll(/^\s+(\S+)/gm)].map((m) => m[1]);
+    const commands = [...help.split("Commands:")[1].split("\n\n")[0].matchAll(/^ {2}(\S+)/gm)].map((m) => m[1]);
     expect(commands).toEqual(["apikey", "serve", "completion"]);
     const flags = [...(await runCli(["apikey", "--help"])).stdout.matchAll(/--([a-z][a-z-]*)/g)].map((m) => m[1]);
     const { readFileSync } = await import("node:fs");

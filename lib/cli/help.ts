@@ -84,7 +84,7 @@ export function renderHelp(commands: Record<string, CommandDef<object>>, global:
   for (const name of chosen) {
     const command = commands[name];
     lines.push(wrap(`service-api ${name}: ${command.description}`, 2), ...(command.usage ?? []).map((u) => wrap(u, 6, "  ")), "");
-    lines.push("Options:", ...options(command.options), "");
+    if (command.options.length > 0) lines.push("Options:", ...options(command.options), "");
     if (command.examples.length) lines.push("Examples:", ...command.examples.map((e) => wrap(e, 6, "  ")), "");
   }
   lines.push("Global options:", ...options(global), "", ...reference());
