@@ -106,7 +106,7 @@ describe("a loose or foreign store directory", () => {
     // Left as found rather than tightened: a tightened folder is trusted without a scan, so the next run
     // would take the planted entries for the owner's. Left open, every run refuses until someone looks.
     expect(statSync(store).mode & 0o777).toBe(0o777);
-    expect((await list(store)).code).toBe(1);
+    expect((await list(store)).code).toBe(3);
   });
 
   it("never tightens a directory that is not only a store: one holding other files, or a shared (sticky) one", async () => {
@@ -136,7 +136,7 @@ describe("a loose or foreign store directory", () => {
     expect(listed.code).toBe(3);
     expectOneLine(listed, new RegExp(`names/${"0".repeat(64)} belongs to uid ${NOBODY}, not to the store's owner \\(uid 0\\), and its directory was open`));
     expect(statSync(join(store, "names")).mode & 0o777).toBe(0o777); // left as found: the next run refuses too
-    expect((await list(store)).code).toBe(1);
+    expect((await list(store)).code).toBe(3);
   });
 
   it("reads a FIFO in place of an entry as nothing instead of blocking forever", async () => {

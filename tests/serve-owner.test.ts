@@ -31,7 +31,7 @@ describe("root serving another user's store", () => {
     let port = 0;
     let stderr = "";
     for (let attempt = 0; attempt < 20 && !port; attempt++) {
-      const candidate = 600 + Math.floor(Math.random() * 400);
+      const candidate = 700 + Math.floor(Math.random() * 280); // below 1024, clear of the ports fetch refuses (636, 989, ...)
       child = spawn(process.execPath, [CLI, "serve", "--port", String(candidate), "--store", store], { cwd: ROOT, env: { ...process.env, LOG_LEVEL: undefined } });
       stderr = "";
       child.stderr.setEncoding("utf8").on("data", (d) => (stderr += d));

@@ -57,7 +57,7 @@ describe("root's CLI on another user's store acts as that user", () => {
     for (const run of [1, 2]) { // the second run refuses too: the folder is left as found
       const listed = await runCli(["apikey", "--list", "--store", store]);
       expectRootsStill(victim);
-      expect(listed.code, `run ${run}`).toBe(1);
+      expect(listed.code, `run ${run}`).toBe(3);
       expect(listed.stderr).toMatch(/keys\/planted belongs to uid 0, not to the store's owner \(uid 65534\)/);
       expect(listed.stderr.trim().split("\n")).toHaveLength(1);
     }
@@ -87,7 +87,7 @@ describe("root's CLI on another user's store acts as that user", () => {
   it.skipIf(!isRoot)(`root that cannot switch users (no CAP_SETUID/CAP_SETGID) is refused on another user's store, never goes on as root (${NOT_ROOT})`, async () => {
     const { store } = await nobodysStore();
     const run = spawnSync("setpriv", ["--inh-caps=-all", "--bounding-set=-setuid,-setgid", "--", process.execPath, CLI, "apikey", "--create", "--name", "y", "--roles", "GUEST", "--store", store], { encoding: "utf8" });
-    expect(run.status).toBe(1);
+    expect(run.status).toBe(3);
     expect(run.stdout).not.toMatch(/sapi_/);
     expect(run.stderr.trim()).toMatch(/^Error: Key store unavailable: \S+ belongs to uid 65534, and this process cannot act as that user \(EPERM\)\. Run the command as uid 65534\.$/);
   });
@@ -99,14 +99,14 @@ describe("root's CLI on another user's store acts as that user", () => {
     cpSync(join(ROOT, "dist"), join(hidden, "dist"), { recursive: true });
     symlinkSync(join(ROOT, "node_modules"), join(hidden, "node_modules"));
     const run = spawnSync(process.execPath, [join(hidden, "dist/cli.cjs"), "serve", "--port", "0", "--store", store], { encoding: "utf8", timeout: 20_000 });
-    expect(run.status).toBe(1);
+    expect(run.status).toBe(3);
     expect(run.stderr.trim()).toMatch(/^Error: Key store unavailable: \S+ belongs to uid 65534, and root works on it as that user, who cannot read this program/);
   });
 
   it.skipIf(!isRoot)(`under Deno, which cannot switch users, root is refused on another user's store with one line (${NOT_ROOT})`, async () => {
     const { store } = await nobodysStore();
     const run = spawnSync(join(ROOT, "node_modules/.bin/deno"), ["run", "-A", "cli.ts", "apikey", "--list", "--store", store], { cwd: ROOT, encoding: "utf8", timeout: 60_000 });
-    expect(run.status).toBe(1);
+    expect(run.status).toBe(3);
     expect(run.stderr.trim()).toMatch(/^Error: Key store unavailable: \S+ belongs to uid 65534, and root may work on another user's store only as that user, which this runtime cannot switch to\./);
   }, 60_000);
 
@@ -260,7 +260,7 @@ describe("--store mistakes and a full disk get one clear line", () => {
       // dd stops with an error once the disk is full: that is the point
     }
     const result = await create(store, "second");
-    expect(result.code).toBe(1);
+    expect(result.code).toBe(3);
     expect(result.stderr.trim().split("\n")).toHaveLength(1);
     expect(result.stderr).toMatch(new RegExp(`cannot (write|fsync|open) ${store}/\\S+: no space left on the device`));
   });
