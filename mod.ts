@@ -2,14 +2,14 @@
  * service-api as a library: keys, their validation and policy, and the key store. The service and the
  * client are their own entry points, so importing the store loads neither GraphQL nor an HTTP client:
  *
- *   service-api                 this module
- *   service-api/server          createHandler (fetch-style), serve (node:http or Deno.serve), the schema
- *   service-api/client          createClient, and a key backend over a running service
- *   service-api/drivers/fs      the crash-safe file-system driver (unstorage)
- *   service-api/drivers/redis   the Redis backend
+ *   service-api-keys                 this module
+ *   service-api-keys/server          createHandler (fetch-style), serve (node:http or Deno.serve), the schema
+ *   service-api-keys/client          createClient, and a key backend over a running service
+ *   service-api-keys/drivers/fs      the crash-safe file-system driver (unstorage)
+ *   service-api-keys/drivers/redis   the Redis backend
  *
  * @example
- * import { createKeyStore, parseCreateInput } from "service-api";
+ * import { createKeyStore, parseCreateInput } from "service-api-keys";
  * const store = createKeyStore();
  * const { key } = await store.create(parseCreateInput({ name: "ci", roles: "ADMIN" }));
  * (await store.verify(key))?.name; // "ci"

@@ -1,5 +1,6 @@
 // Deno runs the TypeScript sources directly; it must behave like the Node build on the same store.
 import { spawnSync } from "node:child_process";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { ROOT, runCli, tempDir } from "./helpers/cli.ts";
@@ -46,4 +47,32 @@ describe("under Deno", () => {
     expect(none.code).toBe(1);
     expect(JSON.parse(none.stdout)).toMatchObject({ deleted: 0, message: "No API keys found to delete" });
   }, 120_000);
+});
+
+describe("under Deno, from outside the checkout", () => {
+  const denoBin = join(ROOT, "node_modules/.bin/deno");
+  const run = (args: string[]) => spawnSync(denoBin, args, { cwd: tmp.dir, encoding: "utf8", env: { ...process.env, NO_COLOR: "1" }, timeout: 60_000 });
+
+  it("the checkout's cli.ts runs from another directory (its deno.json is found next to it)", () => {
+    const r = run(["run", "-A", join(ROOT, "cli.ts"), "apikey", "--list", "--json", "--store", join(tmp.dir, "elsewhere-keys")]);
+    expect(r.stderr).not.toMatch(/not a dependency/);
+    expect(r.status).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ keys: [] });
+  }, 90_000);
+
+  it("a script elsewhere imports mod.ts with --config <checkout>/deno.json, as the README says", () => {
+    const script = join(tmp.dir, "script.ts");
+    writeFileSync(
+      script,
+      `import { createKeyStore, parseCreateInput } from ${JSON.stringify(join(ROOT, "mod.ts"))};
+const store = createKeyStore();
+const { key } = await store.create(parseCreateInput({ name: "deno script", roles: "viewer" }));
+console.log((await store.verify(key))?.name);`,
+    );
+    // Without the map, Deno cannot resolve the npm packages the sources import (what JSR's package carries).
+    expect(run(["run", "-A", script]).stderr).toContain('Import "valibot" not a dependency');
+    const r = run(["run", "-A", "--config", join(ROOT, "deno.json"), script]);
+    expect(r.stderr).toBe("");
+    expect(r.stdout.trim()).toBe("deno script");
+  }, 90_000);
 });

@@ -10,7 +10,7 @@ import { ROOT, tempDir } from "./helpers/cli.ts";
 const tmp = tempDir();
 afterAll(() => tmp.cleanup());
 mkdirSync(join(tmp.dir, "node_modules"));
-symlinkSync(ROOT, join(tmp.dir, "node_modules", "service-api"));
+symlinkSync(ROOT, join(tmp.dir, "node_modules", "service-api-keys"));
 
 /** Imports `specifier` in a fresh Node process from a directory that has the package installed. */
 function exportsOf(specifier: string): { names: string[] } {
@@ -23,7 +23,7 @@ function exportsOf(specifier: string): { names: string[] } {
 
 describe("package exports", () => {
   it("the root entry is the store, its validation and policy, and nothing of the service or the client", () => {
-    const { names } = exportsOf("service-api");
+    const { names } = exportsOf("service-api-keys");
     expect(names).toEqual(expect.arrayContaining(["createKeyStore", "parseCreateInput", "isServiceError", "openKeyStore", "can"]));
     for (const heavy of ["createHandler", "serve", "createClient", "createSchema", "fsDriver", "runApikey", "formatCreated"]) {
       expect(names).not.toContain(heavy);
@@ -32,10 +32,10 @@ describe("package exports", () => {
   });
 
   it.each([
-    ["service-api/server", ["createHandler", "createSchema", "serve"]],
-    ["service-api/client", ["ClientError", "createClient", "createRemoteBackend"]],
-    ["service-api/drivers/fs", ["fsDriver"]],
-    ["service-api/drivers/redis", ["openRedisBackend"]],
+    ["service-api-keys/server", ["createHandler", "createSchema", "serve"]],
+    ["service-api-keys/client", ["ClientError", "createClient", "createRemoteBackend"]],
+    ["service-api-keys/drivers/fs", ["fsDriver"]],
+    ["service-api-keys/drivers/redis", ["openRedisBackend"]],
   ])("%s resolves to built JavaScript and exports %j", (specifier, expected) => {
     expect(exportsOf(specifier).names).toEqual(expect.arrayContaining(expected));
   });

@@ -3,7 +3,7 @@
  * `createRemoteBackend` manages keys through it with the same methods as a local store.
  *
  * @example
- * import { createClient } from "service-api/client";
+ * import { createClient } from "service-api-keys/client";
  * const client = createClient({ baseUrl: "http://127.0.0.1:3001", apiKey: process.env.SERVICE_API_KEY! });
  * const { me } = await client.request<{ me: { name: string } }>("{ me { name } }");
  */

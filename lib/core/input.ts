@@ -3,7 +3,16 @@
  * flags, the interactive prompts and the GraphQL inputs, so all three accept exactly the same things.
  */
 import * as v from "valibot";
-import { ACTIONS, type CreateKeyInput, groupPermissions, RESOURCES, type Resource, type Role, ROLES } from "./model.ts";
+import {
+  ACTIONS,
+  type CreateKeyInput,
+  groupPermissions,
+  type Permission,
+  RESOURCES,
+  type Resource,
+  type Role,
+  ROLES,
+} from "./model.ts";
 import { ServiceError } from "./errors.ts";
 import { containsSecret, redactSecrets } from "./secret.ts";
 import { nameLookAlikeProblem } from "./_names.ts";
@@ -28,7 +37,7 @@ const UNSAFE_TEXT = /[\p{Cc}\u202A-\u202E\u2066-\u2069]/u;
  * combining marks), digits and spaces, 1 to
  * 100 characters. Looser than `NameSchema`, so keys named before its look-alike rules can still be found.
  */
-export const LookupNameSchema = v.pipe(
+export const LookupNameSchema: v.GenericSchema<string | undefined, string> = v.pipe(
   v.optional(v.string("API key name must be a string"), ""),
   v.trim(),
   v.normalize("NFC"),
@@ -38,7 +47,7 @@ export const LookupNameSchema = v.pipe(
 );
 
 /** A new key name: the lookup rule, and nothing that could pass for another name (see lib/core/_names.ts). */
-export const NameSchema = v.pipe(
+export const NameSchema: v.GenericSchema<string | undefined, string> = v.pipe(
   LookupNameSchema,
   v.rawCheck(({ dataset, addIssue }) => {
     const problem = dataset.typed ? nameLookAlikeProblem(dataset.value) : null;
@@ -49,7 +58,7 @@ export const NameSchema = v.pipe(
 );
 
 /** An optional free-text description, at most 1,000 characters; blank means none. */
-export const DescriptionSchema = v.pipe(
+export const DescriptionSchema: v.GenericSchema<string | undefined, string | undefined> = v.pipe(
   v.optional(v.string("Description must be a string"), ""),
   v.trim(),
   v.check((s) => [...s].length <= DESCRIPTION_MAX, `Description must be at most ${DESCRIPTION_MAX} characters`),
@@ -58,6 +67,20 @@ export const DescriptionSchema = v.pipe(
   v.check((s) => !containsSecret(s), "Description must not contain an API key secret (sapi_…): it would be stored in clear"),
   v.transform((s) => s || undefined),
 );
+
+// The schemas' types are written out (as valibot's GenericSchema) so the package's public API has explicit
+// types, as JSR requires; the inferred pipe types are long and would change with every rule.
+/** A comma-separated list, or a list of such strings. */
+type ListInput = string | string[] | undefined;
+/** Permissions as a person or a client gives them. */
+type PermissionsInput = string | (string | { resource: string; actions: string[] })[] | undefined;
+/** A create request before validation. */
+interface CreateKeyInputShape {
+  name: string | undefined;
+  description: string | undefined;
+  roles: ListInput;
+  permissions: PermissionsInput;
+}
 
 /** Splits `"a, b,,c"` or `["a", "b,c"]` into trimmed, upper-cased, non-blank items. */
 function toItems(input: string | string[]): string[] {
@@ -78,7 +101,7 @@ const show = (value: unknown) => {
 };
 
 /** Roles, comma-separated or as a list, case-insensitive; unknown roles are errors naming the valid ones. */
-export const RolesSchema = v.pipe(
+export const RolesSchema: v.GenericSchema<ListInput, Role[]> = v.pipe(
   listInput,
   v.transform(toItems),
   v.array(v.picklist(ROLES, (issue) => `Unknown role ${show(issue.input)}. Valid roles: ${ROLES.join(", ")}`)),
@@ -126,14 +149,14 @@ const toPairs = v.rawTransform<(string | v.InferOutput<typeof PermissionObject>)
  * Permissions as `"RESOURCE:ACTION,..."`, a list of such strings, or a list of `{ resource, actions }`
  * (the GraphQL shape); case-insensitive. The result is grouped by resource.
  */
-export const PermissionsSchema = v.pipe(
+export const PermissionsSchema: v.GenericSchema<PermissionsInput, Permission[]> = v.pipe(
   v.optional(v.union([v.string(), v.array(v.union([v.string(), PermissionObject]))], "Permissions must be RESOURCE:ACTION pairs"), []),
   toPairs,
   v.transform((pairs: string[]) => groupPermissions(pairs)),
 );
 
 /** Everything needed to create a key; at least one role or permission. */
-export const CreateKeySchema = v.pipe(
+export const CreateKeySchema: v.GenericSchema<CreateKeyInputShape, CreateKeyInput> = v.pipe(
   v.object({
     name: NameSchema,
     description: DescriptionSchema,

@@ -3,8 +3,8 @@
  * runtime; `serve` listens (Deno.serve under Deno, node:http under Node) with the service's limits.
  *
  * @example
- * import { createKeyStore } from "service-api";
- * import { serve } from "service-api/server";
+ * import { createKeyStore } from "service-api-keys";
+ * import { serve } from "service-api-keys/server";
  * const server = await serve({ store: createKeyStore(), port: 0 });
  * console.log(server.url); // http://127.0.0.1:54321
  * await server.close();
