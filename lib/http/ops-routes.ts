@@ -80,7 +80,10 @@ export function addressMatcher(allow: readonly string[]): (address: string | und
   };
 }
 
-/** `/metrics`: the exposition for allowed addresses, else for a key holding INFO:READ_ANY (401 without one, 403 with another). */
+/**
+ * `/metrics`: the exposition for allowed addresses, else for a key holding INFO:READ_ANY: from another
+ * address 403 without a key or with a key lacking it, 401 with a key that is not valid.
+ */
 export function metricsRoute(store: KeyStore, endpoint: MetricsEndpoint) {
   const allowed = addressMatcher(endpoint.allow);
   return async (request: ServiceRequest): Promise<ServiceResponse> => {
@@ -88,7 +91,9 @@ export function metricsRoute(store: KeyStore, endpoint: MetricsEndpoint) {
     if (wrong) return wrong;
     if (!allowed(request.remoteAddress)) {
       const found = credential(request.headers);
-      if ("problem" in found) return unauthenticated(`${found.problem} (or scrape /metrics from an address in --metrics-allow)`);
+      if ("problem" in found) {
+        return errorResponse(403, "FORBIDDEN", "/metrics is readable without a key only from the addresses in --metrics-allow; elsewhere send a key with INFO:READ_ANY");
+      }
       const key = isWellFormedSecret(found.secret) ? await store.verify(found.secret) : null;
       if (!key) return unauthenticated("Invalid or revoked API key");
       if (!can(key, "INFO", "READ_ANY")) return errorResponse(403, "FORBIDDEN", "Reading /metrics needs a key with INFO:READ_ANY");

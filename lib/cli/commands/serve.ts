@@ -72,7 +72,7 @@ export async function runServe(
   // that LOG_FORMAT=json makes all of them JSON and they stay in order.
   const log = createServiceLog({ env, write: (text) => io.log(text.slice(0, -1)) });
   const info = (line: string) => log.line("info", line);
-  const store = await openKeyStore(parseStoreSpec(flags.store, env), io.debug);
+  const store = await openKeyStore(parseStoreSpec(flags.store, env), (line) => log.line("debug", line));
   const metrics = createMetrics({ store, allow });
   let server;
   try {
