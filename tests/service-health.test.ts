@@ -121,6 +121,14 @@ describe("/metrics", () => {
     expect((await get("::1")).status).toBe(200);
     expect((await get("192.0.2.7")).status).toBe(403);
     expect((await get("192.0.2.7", key)).status).toBe(200);
+    const mutation = await handler(new Request("http://x/graphql", {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({ query: 'mutation { apiKey { delete(input: { ids: [] }) } }' }),
+    }));
+    expect(mutation.status).toBe(200);
+    const text = await (await get("127.0.0.1")).text();
+    expect(text).toMatch(/service_api_requests_total\{operation="mutation",status="200"\} 1\n/);
     expect((await handler(new Request("http://x/metrics"))).status).toBe(403); // address unknown: not allowed
     // Without a metrics option there is no /metrics at all.
     expect((await createHandler({ store })(new Request("http://x/metrics"), { remoteAddr: { hostname: "127.0.0.1" } })).status).toBe(404);
