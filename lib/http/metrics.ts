@@ -72,6 +72,7 @@ export function createMetrics(options: MetricsOptions): ServiceMetrics {
   });
   // Label children resolved once: `labels()` per request would hash the label values every time.
   const children = new Map<string, client.Counter.Internal>();
+  const timers = new Map<string, client.Histogram.Internal<"operation">>();
 
   return {
     allow: options.allow ?? DEFAULT_METRICS_ALLOW,
@@ -80,7 +81,9 @@ export function createMetrics(options: MetricsOptions): ServiceMetrics {
       let child = children.get(id);
       if (!child) children.set(id, (child = requests.labels(event.operation, String(event.status))));
       child.inc();
-      duration.observe({ operation: event.operation }, event.ms / 1000);
+      let timer = timers.get(event.operation);
+      if (!timer) timers.set(event.operation, (timer = duration.labels(event.operation)));
+      timer.observe(event.ms / 1000);
     },
     authFailed: (reason: AuthFailure) => authFailures.inc({ reason }),
     storeError: () => storeErrors.inc(),
