@@ -38,6 +38,8 @@ async function logOf(extraEnv: Record<string, string>): Promise<string> {
     expect((await gql(server.url, ME, { key: revoked })).status).toBe(401);
     await gql(server.url, ME);
     await fetch(`${server.url}/healthz`);
+    // A key pasted into the path by mistake: a 404 whose line does not echo it.
+    await fetch(`${server.url}/graphql/${key.key}`);
   } finally {
     await server.stop();
   }
@@ -48,11 +50,12 @@ describe("access log", () => {
   it("writes one text line per request, without the query string, with the key's id and name", async () => {
     const log = await logOf({});
     const access = log.split("\n").filter((l) => /^(GET|POST) /.test(l));
-    expect(access).toHaveLength(25);
+    expect(access).toHaveLength(26);
+    expect(access.at(-1)).toMatch(/^GET \/graphql\/sapi_… 404 [\d.]+ms$/);
     expect(access[0]).toMatch(new RegExp(`^POST /graphql 200 \\d+(\\.\\d+)?ms key=${key.id} name="watcher one"$`));
     expect(access[1]).toMatch(new RegExp(`^GET /graphql 200 [\\d.]+ms key=${key.id} name="watcher one"$`));
     expect(access[2]).toMatch(/^POST \/graphql 401 [\d.]+ms$/);
-    expect(access.at(-1)).toMatch(/^GET \/healthz 200 [\d.]+ms$/);
+    expect(access.at(-2)).toMatch(/^GET \/healthz 200 [\d.]+ms$/);
     expect(log).not.toContain("variables");
     expect(log).not.toContain("me {");
   });

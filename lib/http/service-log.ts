@@ -9,6 +9,7 @@
  * synchronous on Linux, and one per request cost more than joining the lines of a busy turn.
  */
 import { type LogLevelName, resolveLogLevel } from "../core/log.ts";
+import { redactSecrets } from "../core/secret.ts";
 import type { AuthFailure, RequestEvent, ServiceObserver } from "./types.ts";
 
 type Level = "error" | "warn" | "info" | "debug";
@@ -71,6 +72,8 @@ export function createServiceLog(options: ServiceLogOptions = {}): ServiceLog {
     request(event: RequestEvent) {
       if (rank < RANK.info) return;
       const ms = Math.round(event.ms * 100) / 100;
+      // A key pasted into the URL (`GET /sapi_…`) is not echoed; the test keeps the common case cheap.
+      if (event.path.includes("_")) event = { ...event, path: redactSecrets(event.path) };
       if (json) {
         const key = event.key ? { keyId: event.key.id, keyName: event.key.name } : {};
         return line("info", "request", { method: event.method, path: event.path, status: event.status, ms, ...key });
