@@ -5,6 +5,8 @@
 // for a remembered query (`{ me { id name } }`) and one that is never remembered (it reads the host).
 // Prints medians of req/s and each build's ratio to bare for both queries. Give two builds (say a copy
 // of dist/ made before a change, and dist/ after it) to compare them side by side in one run.
+// A build may carry its environment after "?": `json=dist/cli.cjs?LOG_LEVEL=info&LOG_FORMAT=json`
+// (default LOG_LEVEL=warn; stderr then goes to a pipe that is drained, as a log collector would).
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:http";
@@ -44,9 +46,14 @@ async function freePort() {
   return port;
 }
 
-async function start(argvOf) {
+async function start(argvOf, extraEnv = {}) {
   const port = await freePort();
-  const child = spawn(process.execPath, argvOf(port), { stdio: ["ignore", "ignore", "inherit"], env: { ...process.env, LOG_LEVEL: "warn" } });
+  const logs = Object.keys(extraEnv).length > 0;
+  const child = spawn(process.execPath, argvOf(port), {
+    stdio: ["ignore", "ignore", logs ? "pipe" : "inherit"],
+    env: { ...process.env, LOG_LEVEL: "warn", ...extraEnv },
+  });
+  child.stderr?.resume();
   children.add(child);
   for (const deadline = Date.now() + 15_000; Date.now() < deadline;) {
     if (child.exitCode !== null) throw new Error(`${argvOf(port).join(" ")} exited`);
@@ -78,7 +85,11 @@ const QUERIES = {
 };
 const headers = { "content-type": "application/json", authorization: `Bearer ${key}` };
 const servers = [["bare", await start((p) => [join(ROOT, "bench/bare-server.mjs"), "--port", String(p)])]];
-for (const [name, cli] of builds) servers.push([name, await start((p) => [cli, "serve", "--port", String(p), "--store", store])]);
+for (const [name, spec] of builds) {
+  const [cli, query = ""] = spec.split("?");
+  const extraEnv = Object.fromEntries(new URLSearchParams(query));
+  servers.push([name, await start((p) => [cli, "serve", "--port", String(p), "--store", store], extraEnv)]);
+}
 
 for (const [, url] of servers) for (const body of Object.values(QUERIES)) await load(url, headers, body, 1); // warm-up
 const results = {};

@@ -31,6 +31,7 @@ const ROOT = resolve(import.meta.dirname, "..");
 /** Each module the start-up path imports dynamically, and its file under dist/lazy/. */
 const LAZY = {
   "lib/http/serve.ts": "serve",
+  "lib/http/ops.ts": "ops",
   "lib/client/remote.ts": "remote",
   "lib/cli/prompts.ts": "prompts",
   "lib/cli/completion-script.ts": "completion",

@@ -15,6 +15,9 @@ export const ENVIRONMENT: readonly [string, string][] = [
   ["LOG_LEVEL", "silent, error, warn, info (default), debug or trace; on stderr"],
   ["PORT", "serve: port to listen on, as --port (default 3001)"],
   ["HOST", "serve: interface to listen on, as --host (default 127.0.0.1)"],
+  ["LOG_FORMAT", "serve: json writes every service line (access, warnings, listening) as JSON"],
+  ["SERVICE_API_CORS_ORIGINS", "serve: browser origins allowed to call /graphql, as --cors-origin"],
+  ["SERVICE_API_METRICS_ALLOW", "serve: addresses that may read /metrics without a key, as --metrics-allow"],
   ["NO_COLOR", "Prompts without colours"],
 ];
 

@@ -16,12 +16,13 @@ import { readFetchBody } from "./request.ts";
 export function createHandler(options: HandlerOptions): FetchHandler {
   const handle = createServiceHandler(options);
   const limit = options.maxBodyBytes ?? MAX_BODY_BYTES;
-  return async (request) => {
+  return async (request, info) => {
     const response = await handle({
       method: request.method,
       url: request.url,
       headers: request.headers,
       body: () => readFetchBody(request, limit),
+      remoteAddress: info?.remoteAddr?.hostname,
     });
     return new Response(response.body, { status: response.status, headers: response.headers });
   };

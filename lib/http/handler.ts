@@ -33,6 +33,8 @@ import { createCors } from "./cors.ts";
 import { type HandlerOptions, MAX_BODY_BYTES, type ServiceHandler, type ServiceRequest, type ServiceResponse } from "./types.ts";
 import { credential, paramsFromBody, paramsFromUrl, pathOf } from "./request.ts";
 import { explorerRoute } from "./explorer-route.ts";
+import { metricsRoute, readiness } from "./ops-routes.ts";
+import type { AuthFailure, RequestEvent } from "./types.ts";
 
 export { type FetchHandler, type HandlerOptions, MAX_BODY_BYTES, type ServiceHandler, type ServiceRequest, type ServiceResponse } from "./types.ts";
 
@@ -44,6 +46,15 @@ interface RequestState {
   keyOnly: boolean;
   /** What the answer is written as (see `negotiate.ts`). */
   mediaType: GraphQLMediaType;
+  trace: Trace;
+}
+
+/** What the access log and the metrics learn of a request on its way (see `RequestEvent`). */
+interface Trace {
+  key?: { id: string; name: string };
+  operation?: RequestEvent["operation"];
+  /** The answer was computed, not remembered (a remembered one is always a query's). */
+  computed?: boolean;
 }
 
 /** `execute`, refusing variables over the limits before any work (see `limits.ts`). */
@@ -69,6 +80,13 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
   const explorer = explorerRoute(options.explorer);
   const cors = createCors(options.corsOrigins);
   const formatError = createErrorFormatter(onError);
+  const observer = options.observer;
+  const ready = readiness(store);
+  const metrics = options.metrics && metricsRoute(store, options.metrics);
+  const refuse = (reason: AuthFailure, message: string) => {
+    observer?.authFailed(reason);
+    return unauthenticated(message);
+  };
 
   const graphql = createGraphQLHttpHandler<ServiceRequest, undefined, GraphQLContext>({
     schema: createSchema(),
@@ -108,28 +126,31 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
         return [body, { status: 400, statusText: "Bad Request", headers: { "content-type": `${GRAPHQL_RESPONSE}; charset=utf-8` } }];
       }
       const operation = getOperationAST(args.document, args.operationName);
+      if (operation) state.trace.operation = operation.operation;
       state.keyOnly = !!operation && dependsOnKeyOnly(args.document, operation);
     },
     formatError,
   });
 
-  const handleGraphQL = async (request: ServiceRequest, mediaType: GraphQLMediaType): Promise<ServiceResponse> => {
+  const handleGraphQL = async (request: ServiceRequest, mediaType: GraphQLMediaType, trace: Trace): Promise<ServiceResponse> => {
     if (request.method !== "GET" && request.method !== "POST") {
       return errorResponse(405, "METHOD_NOT_ALLOWED", "Use POST (or GET for queries) on /graphql", { allow: "GET, POST" });
     }
     if (Number(request.headers.get("content-length") ?? 0) > limit) return tooLarge(limit);
     const found = credential(request.headers);
-    if ("problem" in found) return unauthenticated(found.problem);
+    if ("problem" in found) return refuse(found.problem.startsWith("Missing") ? "missing" : "malformed", found.problem);
     // The checksum catches mistyped and made-up keys without touching the store.
     if (!isWellFormedSecret(found.secret)) {
-      return unauthenticated("Malformed API key: it should start with 'sapi_' and be copied completely");
+      return refuse("malformed", "Malformed API key: it should start with 'sapi_' and be copied completely");
     }
     const key = await store.verify(found.secret);
-    if (!key) return unauthenticated("Invalid or revoked API key");
+    if (!key) return refuse("unknown", "Invalid or revoked API key");
+    trace.key = key;
     const body = request.method === "POST" ? await request.body() : "";
     if (body === null) return tooLarge(limit);
     return answers.answer(key.validity, request, body, async () => {
-      const state: RequestState = { key, body, keyOnly: false, mediaType };
+      trace.computed = true;
+      const state: RequestState = { key, body, keyOnly: false, mediaType, trace };
       states.set(request, state);
       const [text, init] = await graphql({
         method: request.method,
@@ -154,9 +175,9 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
     return internal();
   };
 
-  return async (request) => {
+  /** Routes a request; `trace` collects what the access log and the metrics are told afterwards. */
+  const route = async (request: ServiceRequest, pathname: string | null, trace: Trace): Promise<ServiceResponse<string | Uint8Array<ArrayBuffer>>> => {
     try {
-      const pathname = pathOf(request.url);
       if (pathname === null) {
         return errorResponse(400, "BAD_REQUEST", "Invalid request target: send requests to /graphql", { connection: "close" });
       }
@@ -167,7 +188,7 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
         const mediaType = negotiate(request.headers.get("accept"));
         let response: ServiceResponse;
         try {
-          response = mediaType === null ? notAcceptable() : await handleGraphQL(request, mediaType);
+          response = mediaType === null ? notAcceptable() : await handleGraphQL(request, mediaType, trace);
           if (response.status !== 503) outage.worked();
         } catch (error) {
           response = failure(error);
@@ -185,9 +206,25 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
           body: request.method === "HEAD" ? null : JSON.stringify({ status: "ok" }),
         };
       }
+      if (pathname === "/readyz") return await ready(request);
+      if (pathname === "/metrics" && metrics) return await metrics(request);
       return errorResponse(404, "NOT_FOUND", "Not found: the GraphQL endpoint is POST /graphql");
     } catch (error) {
       return failure(error);
     }
+  };
+
+  if (!observer) return (request) => route(request, pathOf(request.url), {});
+  return async (request) => {
+    const started = performance.now();
+    const pathname = pathOf(request.url);
+    const trace: Trace = {};
+    const response = await route(request, pathname, trace);
+    if (response.status === 503 && pathname === "/graphql") observer.storeError();
+    // A remembered answer skipped execution, and only a query's is remembered.
+    const operation = trace.operation ?? (trace.key && !trace.computed ? "query" : "none");
+    const path = pathname ?? "(invalid target)";
+    observer.request({ method: request.method, path, status: response.status, ms: performance.now() - started, key: trace.key, operation });
+    return response;
   };
 }

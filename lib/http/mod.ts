@@ -9,7 +9,15 @@
  * console.log(server.url); // http://127.0.0.1:54321
  * await server.close();
  */
-export { type FetchHandler, type HandlerOptions, MAX_BODY_BYTES } from "./types.ts";
+export {
+  type AuthFailure,
+  type FetchHandler,
+  type HandlerOptions,
+  MAX_BODY_BYTES,
+  type MetricsEndpoint,
+  type RequestEvent,
+  type ServiceObserver,
+} from "./types.ts";
 export { createHandler } from "./fetch.ts";
 export { type RunningServer, serve, type ServeOptions } from "./serve.ts";
 export { createSchema, DOCUMENT_LIMITS, FIELD_PERMISSIONS, type GraphQLContext } from "../graphql/schema.ts";

@@ -127,6 +127,7 @@ function toServiceRequest(req: IncomingMessage, limit: number, uploads: Uploads)
       },
     },
     body: () => readBody(req, limit, uploads),
+    remoteAddress: req.socket.remoteAddress,
   };
 }
 

@@ -45,7 +45,7 @@ interface DenoServer {
 interface DenoLike {
   serve(
     options: { hostname: string; port: number; onListen?: () => void },
-    handler: (request: Request) => Promise<Response>,
+    handler: (request: Request, info: { remoteAddr: { hostname: string } }) => Promise<Response>,
   ): DenoServer;
 }
 

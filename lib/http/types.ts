@@ -27,10 +27,48 @@ export interface HandlerOptions {
    * are involved (keys are headers), so credentials are never allowed.
    */
   corsOrigins?: readonly string[] | string;
+  /** Told about every request answered and every failed authentication (the access log, the metrics). */
+  observer?: ServiceObserver;
+  /** Serves `GET /metrics` when given (else 404); see `metrics.ts`. */
+  metrics?: MetricsEndpoint;
 }
 
-/** A fetch-style request handler. */
-export type FetchHandler = (request: Request) => Promise<Response>;
+/** One answered request, as the access log and the metrics see it: never a secret, never a body. */
+export interface RequestEvent {
+  method: string;
+  /** The path without the query string (which may hold a query or variables). */
+  path: string;
+  status: number;
+  /** Duration in milliseconds. */
+  ms: number;
+  /** The authenticated key, if any. */
+  key?: { id: string; name: string };
+  /** The GraphQL operation's type; "none" for other routes and requests refused before execution. */
+  operation: "query" | "mutation" | "subscription" | "none";
+}
+
+/** Why a request was not authenticated: no key, a malformed key or header, or a key the store does not know. */
+export type AuthFailure = "missing" | "malformed" | "unknown";
+
+export interface ServiceObserver {
+  request(event: RequestEvent): void;
+  authFailed(reason: AuthFailure): void;
+  /** The store failed (the request got 503). */
+  storeError(): void;
+}
+
+/** `/metrics`: who may read it without a key, and the exposition. */
+export interface MetricsEndpoint {
+  /** Client addresses (exact, or IPv4 CIDR like 10.0.0.0/8) allowed without a key. */
+  allow: readonly string[];
+  render(): Promise<{ contentType: string; body: string }>;
+}
+
+/**
+ * A fetch-style request handler. The second argument is what `Deno.serve` passes (the client's address,
+ * for the `/metrics` allow-list); other runtimes and tests may pass `{ remoteAddr: { hostname } }`.
+ */
+export type FetchHandler = (request: Request, info?: { remoteAddr?: { hostname?: string } }) => Promise<Response>;
 
 /**
  * A request as the service sees it on any runtime. Adapters build it straight from the runtime's
@@ -43,6 +81,8 @@ export interface ServiceRequest {
   headers: { get(name: string): string | null };
   /** Reads the body as text; null once it is larger than the limit. Called only after authentication. */
   body(): string | null | Promise<string | null>;
+  /** The client's IP address, when the adapter knows it (for the `/metrics` allow-list). */
+  remoteAddress?: string;
 }
 
 /** A response as the service produces it; adapters write it out. Bodies are text, but the explorer's files are bytes. */

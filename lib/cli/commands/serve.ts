@@ -8,7 +8,6 @@ import { ServiceError } from "../../core/errors.ts";
 import type { Output } from "../format.ts";
 import type { CommandDef } from "../command.ts";
 import { bindThenSettleAsOwner, openKeyStore, parseStoreSpec } from "../../store/config.ts";
-import { resolveLogLevel } from "../../core/log.ts";
 import { redactSecrets } from "../../core/secret.ts";
 import { withStoreHint } from "../store-hint.ts";
 
@@ -19,6 +18,7 @@ export interface ServeFlags {
   /** False with `--no-explorer`: browsers get the JSON answers, not GraphiQL. */
   explorer?: boolean;
   corsOrigin?: string;
+  metricsAllow?: string;
 }
 
 type Env = Record<string, string | undefined>;
@@ -41,6 +41,12 @@ export function resolveCorsOrigins(flag: string | undefined, env: Env = process.
   return (flag ?? env.SERVICE_API_CORS_ORIGINS ?? "").trim() || undefined;
 }
 
+/** `--metrics-allow`, else `SERVICE_API_METRICS_ALLOW`, else loopback: the addresses that read /metrics without a key. */
+export function resolveMetricsAllow(flag: string | undefined, env: Env = process.env): string[] {
+  const raw = flag ?? env.SERVICE_API_METRICS_ALLOW ?? "127.0.0.1,::1";
+  return raw.split(",").map((a) => a.trim()).filter(Boolean);
+}
+
 /**
  * Runs the service until SIGTERM or SIGINT.
  * @example await runServe({ port: 0 }, { log: console.error })
@@ -50,17 +56,27 @@ export async function runServe(
   io: { log: (line: string) => void; debug?: (line: string) => void; env?: Env },
 ): Promise<Output> {
   const env = io.env ?? process.env;
-  const { level } = resolveLogLevel(env.LOG_LEVEL);
-  const quiet = ["silent", "error", "warn"].includes(level);
-  const silent = level === "silent";
-  const info = (line: string) => quiet || io.log(line);
   const host = (flags.host ?? env.HOST ?? "").trim() || "127.0.0.1";
   const port = resolvePort(flags.port, env);
   const corsOrigins = resolveCorsOrigins(flags.corsOrigin, env);
-  const { serve } = await import("../../http/serve.ts");
-  const store = await openKeyStore(parseStoreSpec(flags.store, env), io.debug).catch((error) => {
+  const allow = resolveMetricsAllow(flags.metricsAllow, env);
+  const [{ serve }, { addressMatcher, createMetrics, createServiceLog, observers }] = await Promise.all([
+    import("../../http/serve.ts"),
+    import("../../http/ops.ts"),
+  ]);
+  try {
+    addressMatcher(allow);
+  } catch (error) {
+    throw new ServiceError("USAGE", (error as Error).message);
+  }
+  // Every line of the service (access, warnings, listening, outage, stopping) goes through one log, so
+  // that LOG_FORMAT=json makes all of them JSON and they stay in order.
+  const log = createServiceLog({ env, write: (text) => io.log(text.slice(0, -1)) });
+  const info = (line: string) => log.line("info", line);
+  const store = await openKeyStore(parseStoreSpec(flags.store, env), (line) => log.line("debug", line)).catch((error) => {
     throw withStoreHint(error, flags.store, env);
   });
+  const metrics = createMetrics({ store, allow });
   let server;
   try {
     // Root on another user's store acts as that user (see the store's trust rules); a server binds its port
@@ -71,19 +87,22 @@ export async function runServe(
       port,
       explorer: flags.explorer !== false,
       corsOrigins,
+      observer: observers(log, metrics),
+      metrics,
       // The client got a generic 500; the operator gets the message (and the stack at LOG_LEVEL=debug).
       onError: (error) => {
-        io.log(`internal error: ${redactSecrets(error instanceof Error ? error.message : String(error))}`);
-        if (error instanceof Error && error.stack) io.debug?.(redactSecrets(error.stack));
+        log.line("error", `internal error: ${redactSecrets(error instanceof Error ? error.message : String(error))}`);
+        if (error instanceof Error && error.stack) log.line("debug", redactSecrets(error.stack));
       },
       // Why the service answers 503, once per outage (at error level), and its end once (info).
-      storeStatus: { down: (line) => silent || io.log(`error: ${line}`), up: info },
+      storeStatus: { down: (line) => log.line("error", line), up: info },
     }));
   } catch (error) {
     await store.close();
     throw error;
   }
-  info(`service-api listening on ${server.url} (POST ${server.url}/graphql, GET ${server.url}/healthz)`);
+  info(`service-api listening on ${server.url} (POST ${server.url}/graphql, GET ${server.url}/healthz, /readyz, /metrics)`);
+  log.flush(); // at once: scripts and tests wait for this line
   const signal = await new Promise<string>((resolve) => {
     process.once("SIGTERM", () => resolve("SIGTERM"));
     process.once("SIGINT", () => resolve("SIGINT"));
@@ -92,6 +111,7 @@ export async function runServe(
   await server.close();
   await store.close();
   info("stopped");
+  log.flush();
   return { exitCode: 0 };
 }
 
@@ -105,6 +125,10 @@ export const command: CommandDef<ServeFlags> = {
     {
       flag: "--cors-origin <origins>",
       help: "Browser origins allowed to call /graphql, comma-separated scheme://host[:port], or * (env SERVICE_API_CORS_ORIGINS, default none)",
+    },
+    {
+      flag: "--metrics-allow <addresses>",
+      help: "Addresses that may read /metrics without a key, comma-separated IPs or IPv4 CIDRs (env SERVICE_API_METRICS_ALLOW, default 127.0.0.1,::1); others need an INFO:READ_ANY key",
     },
   ],
   examples: ["service-api serve --port 3001"],

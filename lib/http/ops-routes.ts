@@ -1,0 +1,104 @@
+/**
+ * The routes for operators: `/readyz` (the store answers within a bounded time) and `/metrics` (the
+ * Prometheus exposition, for allowed addresses or a key holding INFO:READ_ANY). `/healthz` (the
+ * process is up) stays in `handler.ts`.
+ */
+import { can } from "../core/policy.ts";
+import { isWellFormedSecret } from "../core/secret.ts";
+import type { KeyStore } from "../store/key-store.ts";
+import { credential } from "./request.ts";
+import { errorResponse, JSON_TYPE, unauthenticated } from "./responses.ts";
+import type { MetricsEndpoint, ServiceRequest, ServiceResponse } from "./types.ts";
+
+/** How long `/readyz` waits for the store before answering 503. */
+export const READY_TIMEOUT_MS = 2_000;
+
+const onlyGet = (request: ServiceRequest, path: string): ServiceResponse | null =>
+  request.method === "GET" || request.method === "HEAD"
+    ? null
+    : errorResponse(405, "METHOD_NOT_ALLOWED", `Use GET on ${path}`, { allow: "GET, HEAD" });
+
+/**
+ * `/readyz`: 200 when a cheap store read (is there any key?) succeeds within READY_TIMEOUT_MS, else
+ * 503. Concurrent probes share one read, so a flood of probes is one read at a time.
+ */
+export function readiness(store: KeyStore, timeoutMs = READY_TIMEOUT_MS) {
+  let pending: Promise<string | null> | undefined;
+  const probe = () =>
+    (pending ??= new Promise<string | null>((resolve) => {
+      const timer = setTimeout(() => resolve(`the key store did not answer within ${timeoutMs} ms`), timeoutMs);
+      store.isEmpty().then(() => resolve(null), () => resolve("the key store cannot be reached"))
+        .finally(() => clearTimeout(timer));
+    }).finally(() => (pending = undefined)));
+  return async (request: ServiceRequest): Promise<ServiceResponse> => {
+    const wrong = onlyGet(request, "/readyz");
+    if (wrong) return wrong;
+    const problem = await probe();
+    const headers = { "content-type": JSON_TYPE, "cache-control": "no-store" };
+    const body = request.method === "HEAD" ? null : JSON.stringify(problem ? { status: "unavailable", reason: problem } : { status: "ok" });
+    return { status: problem ? 503 : 200, headers, body };
+  };
+}
+
+/** `::ffff:127.0.0.1` (an IPv4 client of a dual-stack socket) is 127.0.0.1. */
+const plain = (address: string) => address.toLowerCase().replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/, "");
+
+const ipv4 = (address: string): number | null => {
+  const parts = /^(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(address);
+  if (!parts) return null;
+  const bytes = parts.slice(1).map(Number);
+  return bytes.some((b) => b > 255) ? null : ((bytes[0] << 24) | (bytes[1] << 16) | (bytes[2] << 8) | bytes[3]) >>> 0;
+};
+
+/**
+ * A predicate for an allow-list of exact addresses (IPv4 or IPv6) and IPv4 CIDR blocks; throws on an
+ * entry that is neither, so a typo is found at start-up, not when a scrape is refused.
+ */
+export function addressMatcher(allow: readonly string[]): (address: string | undefined) => boolean {
+  const exact = new Set<string>();
+  const blocks: Array<{ base: number; mask: number }> = [];
+  for (const entry of allow.map((a) => a.trim()).filter(Boolean)) {
+    const [address, bits, extra] = entry.split("/");
+    const v4 = ipv4(address);
+    if (bits === undefined && (v4 !== null || /^[0-9a-f:]+$/i.test(address) && address.includes(":"))) {
+      exact.add(plain(address));
+      continue;
+    }
+    const n = Number(bits);
+    if (v4 === null || extra !== undefined || !/^\d+$/.test(bits ?? "") || n > 32) {
+      throw new TypeError(`Invalid --metrics-allow entry '${entry}': use an IP address or an IPv4 CIDR block like 10.0.0.0/8`);
+    }
+    const mask = n === 0 ? 0 : (~0 << (32 - n)) >>> 0;
+    blocks.push({ base: (v4 & mask) >>> 0, mask });
+  }
+  return (address) => {
+    if (!address) return false;
+    const a = plain(address);
+    if (exact.has(a)) return true;
+    const v4 = ipv4(a);
+    return v4 !== null && blocks.some(({ base, mask }) => ((v4 & mask) >>> 0) === base);
+  };
+}
+
+/**
+ * `/metrics`: the exposition for allowed addresses, else for a key holding INFO:READ_ANY: from another
+ * address 403 without a key or with a key lacking it, 401 with a key that is not valid.
+ */
+export function metricsRoute(store: KeyStore, endpoint: MetricsEndpoint) {
+  const allowed = addressMatcher(endpoint.allow);
+  return async (request: ServiceRequest): Promise<ServiceResponse> => {
+    const wrong = onlyGet(request, "/metrics");
+    if (wrong) return wrong;
+    if (!allowed(request.remoteAddress)) {
+      const found = credential(request.headers);
+      if ("problem" in found) {
+        return errorResponse(403, "FORBIDDEN", "/metrics is readable without a key only from the addresses in --metrics-allow; elsewhere send a key with INFO:READ_ANY");
+      }
+      const key = isWellFormedSecret(found.secret) ? await store.verify(found.secret) : null;
+      if (!key) return unauthenticated("Invalid or revoked API key");
+      if (!can(key, "INFO", "READ_ANY")) return errorResponse(403, "FORBIDDEN", "Reading /metrics needs a key with INFO:READ_ANY");
+    }
+    const { contentType, body } = await endpoint.render();
+    return { status: 200, headers: { "content-type": contentType, "cache-control": "no-store" }, body: request.method === "HEAD" ? null : body };
+  };
+}

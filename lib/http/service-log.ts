@@ -1,0 +1,96 @@
+/**
+ * The service's log lines on stderr: one access line per request (info), rate-limited warnings about
+ * failed authentications, and the service's own lines (listening, outage, stopping). Text by default;
+ * `LOG_FORMAT=json` writes one JSON object per line instead. Never a secret and never a body: an access
+ * line holds the method, the path without its query string (it may carry a query or variables), the
+ * status, the duration, and the key's id and name.
+ *
+ * Lines are batched and written once per turn of the event loop (setImmediate): a write to a pipe is
+ * synchronous on Linux, and one per request cost more than joining the lines of a busy turn.
+ */
+import { type LogLevelName, resolveLogLevel } from "../core/log.ts";
+import { redactSecrets } from "../core/secret.ts";
+import type { AuthFailure, RequestEvent, ServiceObserver } from "./types.ts";
+
+type Level = "error" | "warn" | "info" | "debug";
+const RANK: Record<LogLevelName, number> = { silent: 0, error: 1, warn: 2, info: 3, debug: 4, trace: 5 };
+
+export interface ServiceLog extends Pick<ServiceObserver, "request" | "authFailed"> {
+  /** A service line (listening, outage, stopping) at `level`; dropped below the configured level. */
+  line(level: Level, message: string): void;
+  /** Writes what is buffered now (before exit). */
+  flush(): void;
+}
+
+export interface ServiceLogOptions {
+  env?: Record<string, string | undefined>;
+  /** Where lines go (default stderr). */
+  write?: (text: string) => void;
+  /** At most one warning per failure reason per this many ms (default 10 s); the others are counted. */
+  authWarnEveryMs?: number;
+}
+
+/** `LOG_FORMAT`: "json" for JSON lines, anything else (or unset) for text. */
+export const isJsonFormat = (env: Record<string, string | undefined>) => (env.LOG_FORMAT ?? "").trim().toLowerCase() === "json";
+
+const REASONS: Record<AuthFailure, string> = {
+  missing: "no API key",
+  malformed: "malformed API key or Authorization header",
+  unknown: "unknown or revoked API key",
+};
+
+/** @example const log = createServiceLog(); log.request({ method: "GET", path: "/healthz", status: 200, ms: 0.3, operation: "none" }); */
+export function createServiceLog(options: ServiceLogOptions = {}): ServiceLog {
+  const env = options.env ?? process.env;
+  const rank = RANK[resolveLogLevel(env.LOG_LEVEL).level];
+  const json = isJsonFormat(env);
+  const write = options.write ?? ((text: string) => void process.stderr.write(text));
+  const every = options.authWarnEveryMs ?? 10_000;
+  let buffer = "";
+  let scheduled = false;
+  const flush = () => {
+    scheduled = false;
+    if (!buffer) return;
+    const text = buffer;
+    buffer = "";
+    write(text);
+  };
+  const emit = (text: string) => {
+    buffer += text + "\n";
+    if (!scheduled) (scheduled = true), setImmediate(flush);
+  };
+  const line = (level: Level, message: string, fields?: Record<string, unknown>) => {
+    if (RANK[level] > rank) return;
+    if (json) emit(JSON.stringify({ time: new Date().toISOString(), level, msg: message, ...fields }));
+    else emit(level === "info" || level === "debug" ? message : `${level}: ${message}`);
+  };
+  const warned = new Map<AuthFailure, { at: number; suppressed: number }>();
+
+  return {
+    line: (level, message) => line(level, message),
+    flush,
+    request(event: RequestEvent) {
+      if (rank < RANK.info) return;
+      const ms = Math.round(event.ms * 100) / 100;
+      // A key pasted into the URL (`GET /sapi_…`) is not echoed; the test keeps the common case cheap.
+      if (event.path.includes("_")) event = { ...event, path: redactSecrets(event.path) };
+      if (json) {
+        const key = event.key ? { keyId: event.key.id, keyName: event.key.name } : {};
+        return line("info", "request", { method: event.method, path: event.path, status: event.status, ms, ...key });
+      }
+      // The name is quoted as JSON: a name holding spaces or quotes cannot forge the line's fields.
+      const key = event.key ? ` key=${event.key.id} name=${JSON.stringify(event.key.name)}` : "";
+      line("info", `${event.method} ${JSON.stringify(event.path).slice(1, -1)} ${event.status} ${ms}ms${key}`);
+    },
+    authFailed(reason: AuthFailure) {
+      if (rank < RANK.warn) return;
+      const now = Date.now();
+      const seen = warned.get(reason);
+      if (seen && now - seen.at < every) return void seen.suppressed++;
+      const suppressed = seen?.suppressed ?? 0;
+      warned.set(reason, { at: now, suppressed: 0 });
+      const more = suppressed ? ` (${suppressed} more since the last such line)` : "";
+      line("warn", `authentication failed: ${REASONS[reason]}${more}`, { reason, suppressed });
+    },
+  };
+}

@@ -1,0 +1,138 @@
+// The service's log as an operator reads it (`service-api serve` as a child process): one access line per
+// request with method, path (no query string), status, duration and the key's id and name; JSON lines
+// with LOG_FORMAT=json, for the service's other lines too; failed authentications as rate-limited
+// warnings; and never a secret, at any level.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { cliWithStore } from "./helpers/cli.ts";
+import { gql, startServer } from "./helpers/server.ts";
+import { createServiceLog } from "../lib/http/service-log.ts";
+
+const ME = "{ me { id name } }";
+let env: ReturnType<typeof cliWithStore>;
+let key: { key: string; id: string; name: string };
+let revoked: string;
+
+beforeAll(async () => {
+  env = cliWithStore();
+  const created = await env.cli("apikey", "--create", "--name", "watcher one", "--roles", "VIEWER", "--json");
+  expect(created.code, created.stderr).toBe(0);
+  key = JSON.parse(created.stdout);
+  const gone = await env.cli("apikey", "--create", "--name", "gone", "--roles", "GUEST", "--json");
+  revoked = JSON.parse(gone.stdout).key;
+  expect((await env.cli("apikey", "--delete", "--name", "gone")).code).toBe(0);
+});
+afterAll(() => env.cleanup());
+
+/** Runs a server with `extraEnv`, sends the everyday requests (good key, bad keys, a query string), returns its stderr. */
+async function logOf(extraEnv: Record<string, string>): Promise<string> {
+  const server = await startServer({ store: env.store, env: extraEnv });
+  try {
+    expect((await gql(server.url, ME, { key: key.key })).status).toBe(200);
+    // A query string may carry a query and variables: it must not reach the log.
+    const get = await fetch(`${server.url}/graphql?query=${encodeURIComponent(ME)}&variables=%7B%22secret%22%3A1%7D`, {
+      headers: { authorization: `Bearer ${key.key}`, accept: "application/json" },
+    });
+    expect(get.status).toBe(200);
+    for (let i = 0; i < 20; i++) expect((await gql(server.url, ME, { key: "sapi_not-a-real-key" })).status).toBe(401);
+    // Well formed, but revoked: an "unknown" failure.
+    expect((await gql(server.url, ME, { key: revoked })).status).toBe(401);
+    await gql(server.url, ME);
+    await fetch(`${server.url}/healthz`);
+    // A key pasted into the path by mistake: a 404 whose line does not echo it.
+    await fetch(`${server.url}/graphql/${key.key}`);
+  } finally {
+    await server.stop();
+  }
+  return server.stderr();
+}
+
+describe("access log", () => {
+  it("writes one text line per request, without the query string, with the key's id and name", async () => {
+    const log = await logOf({});
+    const access = log.split("\n").filter((l) => /^(GET|POST) /.test(l));
+    expect(access).toHaveLength(26);
+    expect(access.at(-1)).toMatch(/^GET \/graphql\/sapi_… 404 [\d.]+ms$/);
+    expect(access[0]).toMatch(new RegExp(`^POST /graphql 200 \\d+(\\.\\d+)?ms key=${key.id} name="watcher one"$`));
+    expect(access[1]).toMatch(new RegExp(`^GET /graphql 200 [\\d.]+ms key=${key.id} name="watcher one"$`));
+    expect(access[2]).toMatch(/^POST \/graphql 401 [\d.]+ms$/);
+    expect(access.at(-2)).toMatch(/^GET \/healthz 200 [\d.]+ms$/);
+    expect(log).not.toContain("variables");
+    expect(log).not.toContain("me {");
+  });
+
+  it("warns about failed authentications at most once per reason in 10 s", async () => {
+    const log = await logOf({});
+    const warnings = log.split("\n").filter((l) => l.startsWith("warn: authentication failed"));
+    expect(warnings).toEqual([
+      "warn: authentication failed: malformed API key or Authorization header",
+      "warn: authentication failed: unknown or revoked API key",
+      "warn: authentication failed: no API key",
+    ]);
+  });
+
+  it("with LOG_FORMAT=json writes JSON lines only, the service's own lines too", async () => {
+    const log = await logOf({ LOG_FORMAT: "json" });
+    const lines = log.trim().split("\n").map((l) => JSON.parse(l));
+    expect(lines[0]).toMatchObject({ level: "info", msg: expect.stringContaining("listening on http://") });
+    expect(lines[1]).toMatchObject({ level: "info", msg: "request", method: "POST", path: "/graphql", status: 200, keyId: key.id, keyName: "watcher one" });
+    expect(typeof lines[1].ms).toBe("number");
+    expect(new Date(lines[1].time).toISOString()).toBe(lines[1].time);
+    expect(lines[2]).toMatchObject({ method: "GET", path: "/graphql", status: 200 });
+    expect(lines.filter((l) => l.level === "warn").map((l) => l.reason)).toEqual(["malformed", "unknown", "missing"]);
+    expect(lines.at(-1)).toMatchObject({ level: "info", msg: "stopped" });
+  });
+
+  it.each([{}, { LOG_LEVEL: "debug" }, { LOG_LEVEL: "trace", LOG_FORMAT: "json" }])("never logs a secret (%o)", async (extra) => {
+    const log = await logOf(extra);
+    expect(log).toMatch(/\/graphql 200|"status":200/);
+    if (extra.LOG_FORMAT) for (const line of log.trim().split("\n")) JSON.parse(line); // debug lines too
+    expect(log).not.toContain(key.key);
+    expect(log).not.toContain(revoked);
+    expect(log).not.toContain(key.key.slice(5, 25)); // nor a part of it
+    expect(log).not.toContain("sapi_not-a-real-key");
+    expect(log).not.toMatch(/sapi_[A-Za-z0-9]{10,}/);
+  });
+
+});
+
+describe("createServiceLog", () => {
+  it("batches the lines of one turn into one write and counts suppressed warnings", async () => {
+    const writes: string[] = [];
+    const log = createServiceLog({ env: {}, write: (t) => writes.push(t), authWarnEveryMs: 50 });
+    for (let i = 0; i < 3; i++) log.request({ method: "GET", path: "/healthz", status: 200, ms: 0.123456, operation: "none" });
+    for (let i = 0; i < 5; i++) log.authFailed("unknown");
+    expect(writes).toEqual([]);
+    await new Promise((r) => setImmediate(r));
+    expect(writes).toHaveLength(1);
+    expect(writes[0].split("\n").filter(Boolean)).toEqual([
+      "GET /healthz 200 0.12ms",
+      "GET /healthz 200 0.12ms",
+      "GET /healthz 200 0.12ms",
+      "warn: authentication failed: unknown or revoked API key",
+    ]);
+    await new Promise((r) => setTimeout(r, 60));
+    log.authFailed("unknown");
+    log.flush();
+    expect(writes[1]).toBe("warn: authentication failed: unknown or revoked API key (4 more since the last such line)\n");
+  });
+
+  it("LOG_LEVEL=warn keeps the warnings and drops the access lines", () => {
+    const writes: string[] = [];
+    const log = createServiceLog({ env: { LOG_LEVEL: "warn" }, write: (t) => writes.push(t) });
+    log.request({ method: "GET", path: "/healthz", status: 200, ms: 1, operation: "none" });
+    log.authFailed("missing");
+    log.line("info", "listening");
+    log.flush();
+    expect(writes).toEqual(["warn: authentication failed: no API key\n"]);
+  });
+
+  it("a path with a control character or a quote cannot forge a line", () => {
+    const writes: string[] = [];
+    const log = createServiceLog({ env: {}, write: (t) => writes.push(t) });
+    log.request({ method: "GET", path: "/x\nPOST /graphql 200 1ms key=forged", status: 404, ms: 1, operation: "none" });
+    log.request({ method: "POST", path: "/graphql", status: 200, ms: 1, operation: "query", key: { id: "i", name: 'a" key=x' } });
+    log.flush();
+    const lines = writes.join("").trim().split("\n");
+    expect(lines).toEqual(["GET /x\\nPOST /graphql 200 1ms key=forged 404 1ms", 'POST /graphql 200 1ms key=i name="a\\" key=x"']);
+  });
+});
