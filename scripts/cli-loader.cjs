@@ -6,8 +6,9 @@
 // Node), the bundle runs from it through vm.Script: a cold start then neither parses the bundle nor
 // compiles the functions a create runs (the cache was written after one create, so it holds them all),
 // 7 to 10 ms of a create on Node 20, 22 and 24. Otherwise (installed with another Node) it is
-// required as usual, through module.enableCompileCache() where that exists (Node 22.1+): it caches only
-// top-level compilation, about 3 ms. A cache from another V8 would be refused, so it is not even read.
+// required as usual, through module.enableCompileCache() where that exists (Node 22.1+) and the user set
+// NODE_COMPILE_CACHE (never Node's default folder in the shared /tmp): it caches only top-level
+// compilation, about 3 ms. A cache from another V8 would be refused, so it is not even read.
 //
 // The bundle's dynamic imports go through `lazyImport`: inside a vm script, import() needs an
 // experimental vm option that prints a warning. Required as usual, the bundle defines it as import().
@@ -26,7 +27,10 @@ try {
 } catch {}
 
 if (!cachedData && mode !== "write") {
-  const compileCache = require("node:module").enableCompileCache?.();
+  // Only where the user chose a cache directory (NODE_COMPILE_CACHE): Node's default is a folder in the
+  // shared temporary directory, which another local user can prepare, and root would then compile from it.
+  // Without a code cache of our own this costs about 3 ms of a create on Node 22 and 24.
+  const compileCache = process.env.NODE_COMPILE_CACHE ? require("node:module").enableCompileCache?.() : undefined;
   if (mode === "report") process.stderr.write(`code cache: absent${compileCache?.directory ? ", node compile cache" : ""}\n`);
   require(file);
 } else {

@@ -78,6 +78,23 @@ describe("completion", () => {
     expect(bash("service-api completion ", "service-api", "completion", "")).toEqual(["bash", "zsh", "fish"]);
   });
 
+  it("bash: a name listed by a hostile service never reaches the line as shell syntax, quoted or not", () => {
+    const hostile = join(tmp.dir, "hostile");
+    execFileSync("mkdir", ["-p", hostile]);
+    // Stands in for `service-api apikey --list --url <a hostile service>`: names are the first field.
+    writeFileSync(join(hostile, "service-api"), `#!/bin/sh\nprintf '%s\\t%s\\n' "q'; touch ${tmp.dir}/pwned #" x 'q$(touch ${tmp.dir}/pwned)' x 'quiet key' x\n`);
+    chmodSync(join(hostile, "service-api"), 0o755);
+    const run = (line: string, ...words: string[]) => {
+      const script = `source ${JSON.stringify(scripts.bash)}
+COMP_LINE=${JSON.stringify(line)}; COMP_POINT=\${#COMP_LINE}; COMP_WORDS=(${words.map((w) => JSON.stringify(w)).join(" ")})
+COMP_CWORD=$((\${#COMP_WORDS[@]} - 1)); _service_api; printf '%s\\n' "\${COMPREPLY[@]}"`;
+      return execFileSync("bash", ["--norc", "-c", script], { env: { ...env, PATH: `${hostile}:${env.PATH}` }, encoding: "utf8" })
+        .split("\n").filter(Boolean);
+    };
+    expect(run("service-api apikey --delete --name 'q", "service-api", "apikey", "--delete", "--name", "'q")).toEqual(["quiet key"]);
+    expect(run("service-api apikey --delete --name q", "service-api", "apikey", "--delete", "--name", "q")).toEqual(["quiet\\ key"]);
+  });
+
   it("bash: key names are silent when the store cannot be read", () => {
     const start = Date.now();
     const line = "service-api --store redis://127.0.0.1:1/0 apikey --delete --name ";

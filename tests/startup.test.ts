@@ -45,19 +45,18 @@ describe("start-up", () => {
     expect(marksIn(lazy).sort()).toEqual(Object.keys(MARKS).sort());
   });
 
-  it("starts from the code cache the build made; without one for this V8, it requires the bundle (through Node's compile cache where it exists)", () => {
-    const report = (cli: string) =>
+  it("starts from the code cache the build made; without one for this V8, it requires the bundle (through Node's compile cache only where the user chose its folder)", () => {
+    const report = (cli: string, env: Record<string, string | undefined> = {}) =>
       spawnSync(process.execPath, [cli, "apikey", "--list", "--json", "--store", "memory:"], {
-        env: { ...process.env, SERVICE_API_CODE_CACHE: "report" },
+        env: { ...process.env, NODE_COMPILE_CACHE: undefined, SERVICE_API_CODE_CACHE: "report", ...env },
         encoding: "utf8",
       });
     const cached = report(CLI);
     expect(cached.stderr).toBe("code cache: used\n");
     expect(JSON.parse(cached.stdout)).toEqual({ keys: [] });
 
-    const withoutCache = "enableCompileCache" in module
-      ? "code cache: absent, node compile cache\n"
-      : "code cache: absent\n";
+    // Never Node's default compile-cache folder, which sits in the shared temporary directory.
+    const withoutCache = "code cache: absent\n";
     const cacheName = `cli-main.${process.versions.v8}.cache`;
     expect(readdirSync(join(ROOT, "dist")).filter((file) => file.endsWith(".cache"))).toEqual([cacheName]);
 
@@ -67,6 +66,8 @@ describe("start-up", () => {
     const uncached = report(join(bare, "cli.cjs"));
     expect(uncached.stderr).toBe(withoutCache);
     expect(uncached.stdout).toBe(cached.stdout);
+    const chosen = report(join(bare, "cli.cjs"), { NODE_COMPILE_CACHE: join(tmp.dir, "my-compile-cache") });
+    expect(chosen.stderr).toBe("enableCompileCache" in module ? "code cache: absent, node compile cache\n" : withoutCache);
 
     // A cache made by another Node's V8 is not read at all (V8 would refuse it).
     const foreign = join(tmp.dir, "foreign-cache");

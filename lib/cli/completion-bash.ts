@@ -70,6 +70,9 @@ ${fn}() {
     local quote="" name
     [[ $cur == [\\"\\']* ]] && quote=1 && cur="\${cur:1}"
     while IFS= read -r name; do
+      # Only what a key name may be (letters, digits, spaces): a name listed by a hostile service must
+      # never reach the command line as quotes, ; or $(...), quoted or not.
+      [[ -n $name && $name != *[![:alnum:][:space:]]* ]] || continue
       [[ $name == "$cur"* ]] || continue
       if [[ -n $quote ]]; then COMPREPLY+=("$name"); else COMPREPLY+=("$(printf '%q' "$name")"); fi
     done < <(${fn}_names)
