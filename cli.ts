@@ -47,14 +47,16 @@ function stringFlags(options: Record<string, unknown>, argv: string[], defs: Opt
   for (const def of defs.filter((d) => d.flag.includes("<") && !d.numeric)) {
     const flag = longName(def);
     const short = shortName(def);
-    const value = options[flag];
+    // cac also files `--cors-origin` under `corsOrigin`, which is what the commands read.
+    const camel = flag.replace(/-(\w)/g, (_, c: string) => c.toUpperCase());
+    const value = options[camel] ?? options[flag];
     if (value === undefined || typeof value === "string") continue;
     if (Array.isArray(value)) throw new ServiceError("USAGE", `--${flag} was given more than once`);
     if (value === true || value === false) throw new ServiceError("USAGE", `--${flag} needs a value`);
     const spellings = short ? [`--${flag}`, `-${short}`] : [`--${flag}`];
     const at = argv.findLastIndex((arg) => spellings.some((s) => arg === s || arg.startsWith(`${s}=`)));
     const spelled = spellings.find((s) => argv[at].startsWith(`${s}=`));
-    options[flag] = spelled ? argv[at].slice(spelled.length + 1) : argv[at + 1];
+    options[flag] = options[camel] = spelled ? argv[at].slice(spelled.length + 1) : argv[at + 1];
     if (short) options[short] = options[flag];
   }
 }
