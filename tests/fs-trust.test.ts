@@ -6,13 +6,10 @@ import { chmodSync, cpSync, mkdirSync, readdirSync, renameSync, statSync, symlin
 import { join } from "node:path";
 import { execFileSync, spawn } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CLI, ROOT, runCli, type RunResult, tempDir } from "./helpers/cli.ts";
+import { CLI, ROOT, runCli, type RunResult } from "./helpers/cli.ts";
+import { AS_NOBODY, isRoot, NOBODY, NOT_ROOT, sharedScratch } from "./helpers/users.ts";
 import { gql, type ServerProcess } from "./helpers/server.ts";
 
-const isRoot = process.getuid?.() === 0;
-const NOT_ROOT = "needs root: acts as a second Unix user with setpriv (CI runs as root)";
-const NOBODY = 65534;
-const AS_NOBODY = ["setpriv", `--reuid=${NOBODY}`, `--regid=${NOBODY}`, "--clear-groups", "--"];
 
 /** Runs a command as the second user and waits for it. */
 const asNobody = (...command: string[]) => execFileSync(AS_NOBODY[0], [...AS_NOBODY.slice(1), ...command]);
@@ -58,14 +55,8 @@ function walk(dir: string, out: Array<{ path: string; uid: number; mode: number;
   return out;
 }
 
-let tmp: ReturnType<typeof tempDir>;
-beforeAll(() => {
-  tmp = tempDir("service-api-trust-");
-  chmodSync(tmp.dir, 0o755); // so that a second user can reach the stores made under it
-});
-afterAll(() => tmp.cleanup());
-let count = 0;
-const fresh = () => join(tmp.dir, `s${++count}`);
+const scratch = sharedScratch("service-api-trust-");
+const fresh = scratch.fresh;
 
 describe("a loose or foreign store directory", () => {
   it("tightens a store directory of mode 0777 that we own to 0700 before using it", async () => {
@@ -89,7 +80,7 @@ describe("a loose or foreign store directory", () => {
 
   it.skipIf(!isRoot)(`refuses entries another user planted while the store was open, and their ADMIN key never works (${NOT_ROOT})`, async () => {
     // The other user mints a key in a store of its own and copies its entries into ours, which is 0777.
-    const own = join(tmp.dir, `nobody-${++count}`);
+    const own = `${fresh()}-nobody`;
     mkdirSync(own, { mode: 0o700 });
     execFileSync("chown", [`${NOBODY}:${NOBODY}`, own]);
     const minted = await runAs(AS_NOBODY, ["apikey", "--create", "--name", "evil", "--roles", "ADMIN", "--store", own]);
@@ -233,7 +224,7 @@ describe("any store path, umask or disk ends in bounded time with one clear line
   });
 
   it("refuses a --store that is a file with exit 2 and one line, even when its name holds a newline", async () => {
-    const file = join(tmp.dir, `file-${++count}\nsecond line`);
+    const file = `${fresh()}-file\nsecond line`;
     writeFileSync(file, "");
     for (const store of [file, join(file, "keys")]) {
       const result = await create(store, "x");
@@ -241,10 +232,10 @@ describe("any store path, umask or disk ends in bounded time with one clear line
       expectOneLine(result, /^Error: Store path .* is not a directory\. Choose a directory for --store\./);
     }
     // A loop of symbolic links, and a path too long for the system: bad usage too, not a hang or a trace.
-    const loop = join(tmp.dir, `loop-${++count}`);
+    const loop = `${fresh()}-loop`;
     symlinkSync(`${loop}-b`, loop);
     symlinkSync(loop, `${loop}-b`);
-    for (const store of [loop, join(loop, "keys"), join(tmp.dir, "a/".repeat(3000))]) {
+    for (const store of [loop, join(loop, "keys"), join(scratch.dir(), "a/".repeat(3000))]) {
       const result = await create(store, "x");
       expect(result.code, store.slice(0, 80)).toBe(2);
       expectOneLine(result, /^Error: Invalid --store: cannot \w+ \//);

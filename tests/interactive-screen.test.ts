@@ -6,17 +6,8 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { CLI, runCli, tempDir } from "./helpers/cli.ts";
 import { displayWidth } from "../lib/cli/width.ts";
+import { hasTmux, quote } from "./helpers/tmux.ts";
 
-const hasTmux = (() => {
-  try {
-    execFileSync("tmux", ["-V"], { stdio: "ignore" });
-    return true;
-  } catch {
-    return false;
-  }
-})();
-
-const quote = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
 const stripSgr = (s: string) => s.replace(/\x1b\[[0-9;]*m/g, "");
 const tmp = tempDir();
 const KEYS = Array.from({ length: 25 }, (_, i) => (i === 7 ? "鍵 番号 08" : `key number ${String(i + 1).padStart(2, "0")}`));

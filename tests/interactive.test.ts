@@ -4,17 +4,8 @@ import { execFileSync } from "node:child_process";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, test } from "vitest";
 import { CLI, runCli, tempDir } from "./helpers/cli.ts";
+import { hasTmux, quote } from "./helpers/tmux.ts";
 
-const hasTmux = (() => {
-  try {
-    execFileSync("tmux", ["-V"], { stdio: "ignore" });
-    return true;
-  } catch {
-    return false;
-  }
-})();
-
-const quote = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
 
 /**
  * One tmux server and session running one command in a 100x30 pseudo-terminal. The server's socket

@@ -8,23 +8,14 @@ import { createStorage } from "unstorage";
 import { openKeyStore, parseStoreSpec } from "../lib/store/config.ts";
 import { fsDriver } from "../lib/store/drivers/fs.ts";
 import { createKeyStore } from "../lib/store/key-store.ts";
-import { CLI, ROOT, runCli, type RunResult, tempDir } from "./helpers/cli.ts";
+import { CLI, ROOT, runCli, type RunResult } from "./helpers/cli.ts";
+import { AS_NOBODY, isRoot, NOBODY, NOT_ROOT, sharedScratch } from "./helpers/users.ts";
 
-const isRoot = process.getuid?.() === 0;
-const NOT_ROOT = "needs root: acts as a second Unix user with setpriv (CI runs as root)";
-const NOBODY = 65534;
 /** The system's python (a per-user shim, like pyenv's under /root, is out of the second user's reach). */
 const PYTHON = "/usr/bin/python3";
-const AS_NOBODY = ["setpriv", `--reuid=${NOBODY}`, `--regid=${NOBODY}`, "--clear-groups", "--"];
 
-let tmp: ReturnType<typeof tempDir>;
-beforeAll(() => {
-  tmp = tempDir("service-api-attacks-");
-  chmodSync(tmp.dir, 0o755); // so that the second user can reach the stores made under it
-});
-afterAll(() => tmp.cleanup());
-let count = 0;
-const fresh = () => join(tmp.dir, `s${++count}`);
+const scratch = sharedScratch("service-api-attacks-");
+const fresh = scratch.fresh;
 
 const create = (store: string, name: string) => runCli(["apikey", "--create", "--name", name, "--roles", "ADMIN", "--store", store]);
 const list = (store: string) => runCli(["apikey", "--list", "--json", "--store", store]);
@@ -94,7 +85,7 @@ describe("root's CLI on another user's store acts as that user", () => {
 
   it.skipIf(!isRoot)(`an install the store's owner cannot read is refused up front, not with "Cannot find module" later (${NOT_ROOT})`, async () => {
     const { store } = await nobodysStore();
-    const hidden = join(tmp.dir, "root-only");
+    const hidden = join(scratch.dir(), "root-only");
     mkdirSync(hidden, { mode: 0o700 });
     cpSync(join(ROOT, "dist"), join(hidden, "dist"), { recursive: true });
     symlinkSync(join(ROOT, "node_modules"), join(hidden, "node_modules"));
@@ -248,7 +239,7 @@ describe("--store mistakes and a full disk get one clear line", () => {
     if (disk) execFileSync("umount", [disk], { stdio: "ignore" });
   });
   it.skipIf(!isRoot)("a create on a full disk names the file it could not write (needs root for a tmpfs mount; CI runs as root)", async () => {
-    const at = join(tmp.dir, "full");
+    const at = join(scratch.dir(), "full");
     mkdirSync(at);
     execFileSync("mount", ["-t", "tmpfs", "-o", "size=256k", "tmpfs", at]);
     disk = at;

@@ -4,6 +4,7 @@
  * a huge answer, or crash the client with an answer of the wrong shape.
  */
 import * as v from "valibot";
+import { readStreamBounded } from "../core/_bounded-read.ts";
 
 /** The most the client reads of one answer; a key list of 10,000 keys is about 3 MiB. */
 export const RESPONSE_LIMIT_BYTES = 4 * 1024 * 1024;
@@ -56,22 +57,7 @@ export function shapeProblem(issues: readonly v.BaseIssue<unknown>[]): string {
  * @example const text = await readBounded(response.body, RESPONSE_LIMIT_BYTES)
  */
 export async function readBounded(body: ReadableStream<Uint8Array> | null, limit: number): Promise<string> {
-  if (!body) return "";
-  const reader = body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > limit) {
-      await reader.cancel().catch(() => {});
-      throw new RangeError(`the answer is larger than ${limit / 1024 / 1024} MiB`);
-    }
-    chunks.push(value);
-  }
-  const bytes = new Uint8Array(size);
-  let at = 0;
-  for (const chunk of chunks) (bytes.set(chunk, at), (at += chunk.byteLength));
-  return new TextDecoder().decode(bytes);
+  const text = await readStreamBounded(body, limit);
+  if (text === null) throw new RangeError(`the answer is larger than ${limit / 1024 / 1024} MiB`);
+  return text;
 }

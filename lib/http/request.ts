@@ -2,6 +2,7 @@
  * Reading a request: the credential, the body (fetch runtimes), the request target and the GraphQL
  * parameters from a JSON body or a URL. Each refusal throws an `Error` whose message a client can act on.
  */
+import { readStreamBounded } from "../core/_bounded-read.ts";
 import type { ServiceRequest } from "./types.ts";
 
 /** The secret from `Authorization: Bearer <key>` or `x-api-key: <key>`, or a message saying what is wrong. */
@@ -24,23 +25,7 @@ export async function readFetchBody(request: Request, limit: number): Promise<st
   if (!request.body) return "";
   // With a declared length the HTTP layer delivers exactly that many bytes.
   if (declared >= 0) return await request.text();
-  const reader = request.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > limit) {
-      await reader.cancel().catch(() => {});
-      return null;
-    }
-    chunks.push(value);
-  }
-  const all = new Uint8Array(size);
-  let at = 0;
-  for (const chunk of chunks) all.set(chunk, at), (at += chunk.byteLength);
-  return new TextDecoder().decode(all);
+  return readStreamBounded(request.body, limit);
 }
 
 export interface Params {
