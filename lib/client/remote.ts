@@ -103,6 +103,14 @@ export function createRemoteBackend(options: RemoteBackendOptions | { client: Cl
       return found;
     },
 
+    // Until the service offers these (issue 14, in progress): said plainly, never a silent no-op.
+    deleteExpired: async () => {
+      throw new ServiceError("USAGE", "--delete --expired is not available with --url yet");
+    },
+    audit: async () => {
+      throw new ServiceError("USAGE", "--audit is not available with --url yet");
+    },
+
     async deleteByName(name) {
       const found = await getByName(name);
       if (!found) return null;

@@ -45,6 +45,12 @@ export interface ApiKeyInfo {
   roles: Role[];
   permissions: Permission[];
   createdAt: string;
+  /** When the key stops working (ISO 8601, UTC); absent: never. */
+  expiresAt?: string;
+  /** When the key last authenticated a request, to within a minute (see `createUseRecorder`); absent: never. */
+  lastUsedAt?: string;
+  /** Present on a key replaced by `--overwrite --grace`: its secret keeps working until then. */
+  graceUntil?: string;
 }
 
 /** A key as persisted: its public fields plus the SHA-256 (hex) of its secret. */
@@ -58,6 +64,39 @@ export interface CreateKeyInput {
   description?: string;
   roles: Role[];
   permissions: Permission[];
+  /** When the key stops working (ISO 8601); must lie in the future. */
+  expiresAt?: string;
+}
+
+/** The fields an update may change; `expiresAt: null` removes an expiry. */
+export interface KeyPatch {
+  name?: string;
+  description?: string;
+  roles?: Role[];
+  permissions?: Permission[];
+  expiresAt?: string | null;
+}
+
+/** Who made a change: a person at this host (the CLI, the library) or the key that called the service. */
+export type Actor = { kind: "local"; user: string; host: string } | { kind: "key"; id: string; name: string };
+
+/** What an audit event records. `prune` is the removal of an expired key by `--delete --expired`. */
+export const AUDIT_ACTIONS = ["create", "overwrite", "update", "delete", "prune"] as const;
+export type AuditAction = (typeof AUDIT_ACTIONS)[number];
+
+/** One change to the store, as the audit trail keeps it: never a secret nor a hash. */
+export interface AuditEvent {
+  /** ISO 8601 time of the change. */
+  at: string;
+  action: AuditAction;
+  /** The key changed (for an overwrite, the new key). */
+  id: string;
+  name: string;
+  actor: Actor;
+  /** update: the fields it changed (`name`, `description`, `roles`, `permissions`, `expiresAt`). */
+  changed?: string[];
+  /** overwrite: the id of the key it replaced. */
+  replaced?: string;
 }
 
 /** The result of creating a key: the only place the secret ever appears. */

@@ -2,25 +2,28 @@
  * The store's own check of what it is given (issue 11, item 17): the same valibot schemas and messages
  * as the CLI and GraphQL, so a library caller cannot store a key those would refuse or could not delete.
  */
-import type { CreateKeyInput } from "../core/model.ts";
+import type { CreateKeyInput, KeyPatch } from "../core/model.ts";
+import { checkExpiresAt } from "../core/lifecycle.ts";
 import { ServiceError } from "../core/errors.ts";
 import { DescriptionSchema, NameSchema, parseCreateInput, parseInput, PermissionsSchema, RolesSchema } from "../core/input.ts";
 
-/** A create request, validated and normalized (throws INVALID_INPUT). */
-export function checkKeyInput(input: unknown): CreateKeyInput {
+/** A create request, validated and normalized (throws INVALID_INPUT); `now` decides whether an expiry is past. */
+export function checkKeyInput(input: unknown, now: number): CreateKeyInput {
   if (typeof input !== "object" || input === null) throw new ServiceError("INVALID_INPUT", "A key needs a name and roles or permissions");
-  const { name, description, roles, permissions } = input as Record<string, unknown>;
-  return parseCreateInput({ name, description, roles, permissions });
+  const { name, description, roles, permissions, expiresAt } = input as Record<string, unknown>;
+  const checked = parseCreateInput({ name, description, roles, permissions });
+  return expiresAt === undefined || expiresAt === null ? checked : { ...checked, expiresAt: checkExpiresAt(expiresAt, now) };
 }
 
 /**
  * An update's fields, each validated like on create; only known fields are kept. A blank description
- * stays `""`, which tells `update` to remove it.
+ * stays `""`, which tells `update` to remove it, and `expiresAt: null` removes the expiry.
  */
-export function checkKeyPatch(patch: unknown): Partial<CreateKeyInput> {
+export function checkKeyPatch(patch: unknown, now: number): KeyPatch {
   if (typeof patch !== "object" || patch === null) throw new ServiceError("INVALID_INPUT", "An update needs the fields to change");
   const given = patch as Record<string, unknown>;
-  const out: Partial<CreateKeyInput> = {};
+  const out: KeyPatch = {};
+  if (given.expiresAt !== undefined) out.expiresAt = given.expiresAt === null ? null : checkExpiresAt(given.expiresAt, now);
   if (given.name !== undefined) out.name = parseInput(NameSchema, given.name);
   if (given.description !== undefined) out.description = parseInput(DescriptionSchema, given.description ?? "") ?? "";
   if (given.roles !== undefined) out.roles = parseInput(RolesSchema, given.roles);

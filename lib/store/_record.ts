@@ -9,12 +9,15 @@ import type { ApiKeyInfo, StoredKey } from "../core/model.ts";
 const HASH = /^[0-9a-f]{64}$/;
 const isStrings = (value: unknown): value is string[] => Array.isArray(value) && value.every((v) => typeof v === "string");
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null;
+/** An optional time field: absent, or an ISO string that parses (a hand-edited "soon" must not read as "never"). */
+const isTime = (value: unknown) => value === undefined || (typeof value === "string" && Number.isFinite(Date.parse(value)));
 
 /** True when `value` is a whole key record stored under `id`. */
 export function isStoredKey(value: unknown, id: string): value is StoredKey {
   if (!isObject(value)) return false;
-  const { name, description, roles, permissions, createdAt, hash } = value;
+  const { name, description, roles, permissions, createdAt, hash, expiresAt, lastUsedAt, graceUntil } = value;
   return value.id === id && typeof name === "string" && (description === undefined || typeof description === "string") &&
+    isTime(expiresAt) && isTime(lastUsedAt) && isTime(graceUntil) &&
     isStrings(roles) && typeof createdAt === "string" && typeof hash === "string" && HASH.test(hash) &&
     Array.isArray(permissions) && permissions.every((p) => isObject(p) && typeof p.resource === "string" && isStrings(p.actions));
 }

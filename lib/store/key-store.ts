@@ -5,7 +5,21 @@
  *   names:<sha256(name)> the id of the live key with that name   <- the commit point
  *   secrets:<sha256>     the id of the key with that secret
  *
+ *   grace:<sha256(name)> the id of the key that name had before an overwrite with a grace period:
+ *                        accepted until its record's `graceUntil` (one per name; a second overwrite
+ *                        with grace ends the first one's period)
  *   meta:revision        changes whenever a key is deleted, replaced or updated
+ *
+ * The audit trail is kept beside it (`AuditLog`): each change appends its event before the change's
+ * commit point (a name entry claimed, swapped or taken), so no change is ever without its event.
+ *
+ * Lifecycle. A record may carry `expiresAt`: from that instant `verify` refuses it (and remembered
+ * verifications lapse, the clock being read on every hit) until `deleteExpired` removes it. An
+ * overwrite with a grace period first marks the old record with `graceUntil` and points its name's
+ * grace entry at it (under the old key's lock), then swaps the name: the old secret authenticates
+ * without a gap until then, through the grace entry. Everything that removes a key removes that entry
+ * first. `lastUsedAt` is rewritten in the record under the key's lock (`recordUse`), so it neither
+ * revives a deleted key nor loses an update made meanwhile; it changes no verification and bumps nothing.
  *
  * Every lookup is one read by a known key, so cost does not grow with the number of keys.
  * A key exists exactly when its name entry points at it: records are written before the name entry
@@ -44,30 +58,35 @@
  * create or overwrite that finds room at that very moment is not serialized against them.
  */
 import { createStorage } from "unstorage";
-import type { ApiKeyInfo, StoredKey } from "../core/model.ts";
+import type { ApiKeyInfo, AuditAction, AuditEvent, KeyPatch, StoredKey } from "../core/model.ts";
 import { isServiceError, ServiceError } from "../core/errors.ts";
 import { randomUUID } from "node:crypto";
-import { generateSecret, isWellFormedSecret, sha256Hex } from "../core/secret.ts";
-import { createLru } from "../core/_lru.ts";
+import { generateSecret } from "../core/secret.ts";
+import { MAX_GRACE_MS, untilOf } from "../core/lifecycle.ts";
 import { checkKeyInput, checkKeyPatch, lookupName } from "./_input.ts";
 import { isKeyId } from "../core/input.ts";
 import { describeSystemError } from "./_system-errors.ts";
 import { hashOf, isStoredKey, salvaged } from "./_record.ts";
+import { createEntries, publicView } from "./_entries.ts";
+import { createVerifier } from "./_verify.ts";
+import { createMemoryAuditLog, localActor } from "./audit.ts";
+import { sha256Hex } from "../core/secret.ts";
 
 export { type AtomicIndex, createLocalAtomicIndex } from "./atomic.ts";
 import { createLocalAtomicIndex } from "./atomic.ts";
-export type { CreateOptions, KeyBackend, KeyStore, KeyStoreOptions, VerifiedKey } from "./types.ts";
-import type { KeyStore, KeyStoreOptions, VerifiedKey } from "./types.ts";
+export type { ChangeOptions, CreateOptions, KeyBackend, KeyStore, KeyStoreOptions, Refusal, VerifiedKey } from "./types.ts";
+import type { ChangeOptions, KeyStore, KeyStoreOptions } from "./types.ts";
 
 /** A revocation's first bump may fail on a full disk; the removal frees space and the bump after it must work. */
 const tolerateNoSpace = (error: unknown) => {
   if (!["ENOSPC", "EDQUOT"].includes((error as { code?: string })?.code ?? "")) throw error;
 };
 
-const publicView = ({ hash: _hash, ...info }: StoredKey): ApiKeyInfo => info;
 const REVISION = "meta:revision";
 /** Name entries read per batch by `list`. */
 const LIST_CHUNK = 256;
+const iso = (ms: number) => new Date(ms).toISOString();
+const UPDATABLE = ["name", "description", "roles", "permissions", "expiresAt"] as const;
 
 /**
  * Creates a key store over an unstorage `Storage`.
@@ -81,12 +100,10 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
   const storage = options.storage ?? createStorage();
   const atomic = options.atomic ?? createLocalAtomicIndex(storage);
   const debug = options.debug ?? (() => {});
-  const cacheSize = options.verifyCacheSize ?? 10_000;
-  const cacheTtl = options.verifyCacheTtlMs ?? 5_000;
-  const verified = createLru<string, { info: VerifiedKey; revision: string; at: number }>(cacheSize);
-  // Validity tokens: this instance's random prefix and a count of full checks, so each is new.
-  const instance = randomUUID().slice(0, 8);
-  let checks = 0;
+  const auditLog = options.audit ?? createMemoryAuditLog();
+  const now = options.now ?? Date.now;
+  const entries = createEntries(storage, debug);
+  const { nameKey, graceKey, readRecord, readId, live, inGrace, discard } = entries;
 
   /** Marks that some key was revoked or changed: every process's remembered verifications lapse. */
   const bumpRevision = () => (atomic.bump ? atomic.bump(REVISION) : storage.setItem(REVISION, randomUUID()));
@@ -94,29 +111,9 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
     ? () => atomic.version!(REVISION)
     : async () => String((await storage.getItem(REVISION)) ?? "");
 
-  const nameKey = (name: string) => `names:${sha256Hex(name)}`;
-  // A malformed id names no key: not found, never a store error (see isKeyId). Nor does a malformed record.
-  const checked = (id: string, value: unknown): StoredKey | null => {
-    if (value === null || value === undefined) return null;
-    if (isStoredKey(value, id)) return value;
-    debug(`store: the record keys:${id} is malformed (truncated or edited?): read as no key`);
-    return null;
-  };
-  const readRecord = async (id: string | null): Promise<StoredKey | null> =>
-    isKeyId(id) ? checked(id, await storage.getItem(`keys:${id}`)) : null;
-  const readId = async (key: string): Promise<string | null> => {
-    const value = await storage.getItem(key);
-    return typeof value === "string" ? value : null;
-  };
-  const live = async (record: StoredKey | null): Promise<StoredKey | null> =>
-    record && (await readId(nameKey(record.name))) === record.id ? record : null;
-
-  /** Removes what is left of a key once its name entry no longer points at it. */
-  const discard = async (record: StoredKey | null) => {
-    if (!record) return;
-    if (record.hash && (await readId(`secrets:${record.hash}`)) === record.id) await storage.removeItem(`secrets:${record.hash}`);
-    await storage.removeItem(`keys:${record.id}`);
-  };
+  /** Appends the event of a change about to be made (write-ahead: see the top of this file). */
+  const audit = (action: AuditAction, key: { id: string; name: string }, change: ChangeOptions, extra?: Partial<AuditEvent>) =>
+    auditLog.append({ at: iso(now()), action, id: key.id, name: key.name, actor: change.actor ?? options.actor ?? localActor(), ...extra });
 
   const storeError = (what: string, error: unknown): ServiceError => {
     if (isServiceError(error)) return error;
@@ -133,15 +130,64 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
     }
   };
 
-  return {
-    create: (rawInput, { overwrite = false } = {}) =>
+  const { verify, refusal } = createVerifier({
+    entries,
+    readRevision,
+    cacheSize: options.verifyCacheSize ?? 10_000,
+    cacheTtl: options.verifyCacheTtlMs ?? 5_000,
+    now,
+    onError: (error) => {
+      throw storeError("verify a key", error);
+    },
+  });
+
+  /**
+   * Removes the key `id` (live, or in its grace period) if `wanted` still holds under its lock: the event,
+   * then the commit point (its name or grace entry taken by compare-and-delete), then the rest.
+   */
+  const removeById = (id: string, action: AuditAction, options: ChangeOptions, wanted: (record: StoredKey) => boolean = () => true) =>
+    atomic.exclusive(`keys:${id}`, async (): Promise<ApiKeyInfo | null> => {
+      const record = await readRecord(id);
+      if (!record || !wanted(record)) return null;
+      const entry = (await live(record)) ? nameKey(record.name) : (await inGrace(record)) ? graceKey(record.name) : null;
+      if (!entry) return null;
+      await audit(action, record, options);
+      await bumpRevision().catch(tolerateNoSpace); // before too, in case this process dies mid-way
+      // Compare and delete: an overwrite may have moved the name on meanwhile; then this key is gone already.
+      if (!(await atomic.takeIf(entry, id))) return null;
+      await bumpRevision();
+      await discard(record);
+      return publicView(record, entry !== nameKey(record.name));
+    });
+
+  /** Keys replaced by an overwrite whose grace entry stands, with their records (a listing: for list only). */
+  const graced = async (): Promise<StoredKey[]> => {
+    const ids = (await storage.getItems(await storage.getKeys("grace"))).map(({ value }) => value).filter(isKeyId);
+    const records = await storage.getItems(ids.map((id) => `keys:${id}`));
+    const found: StoredKey[] = [];
+    for (const [i, { value }] of records.entries()) {
+      const record = entries.checked(ids[i], value);
+      if (record?.graceUntil && !(await live(record))) found.push(record);
+    }
+    return found;
+  };
+
+  /** True when a key's expiry or grace period has passed. */
+  const ended = (key: ApiKeyInfo) => now() >= Math.min(untilOf(key.expiresAt), untilOf(key.graceUntil));
+
+  const store: KeyStore = {
+    create: (rawInput, { overwrite = false, graceMs, actor } = {}) =>
       guard("create a key", async () => {
-        const input = checkKeyInput(rawInput); // the CLI's and GraphQL's rules, whoever calls
+        const input = checkKeyInput(rawInput, now()); // the CLI's and GraphQL's rules, whoever calls
+        if (graceMs !== undefined && (!overwrite || !(graceMs > 0 && graceMs <= MAX_GRACE_MS))) {
+          throw new ServiceError("INVALID_INPUT", overwrite ? "A grace period is more than 0 and at most 24h" : "A grace period needs --overwrite");
+        }
         const started = Date.now();
         const names = nameKey(input.name);
         const taken = () =>
           new ServiceError("NAME_TAKEN", `API key with name '${input.name}' already exists. Use --overwrite to replace it.`);
-        if (!overwrite && (await storage.hasItem(names))) throw taken();
+        const existing = await readId(names);
+        if (!overwrite && existing !== null) throw taken();
 
         // The revision file exists from the first key on, so that a later revocation can bump it in place
         // without new space (a delete must work on a full disk). One read; a write only the first time.
@@ -153,7 +199,8 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
           ...(input.description ? { description: input.description } : {}),
           roles: [...input.roles],
           permissions: input.permissions.map((p) => ({ resource: p.resource, actions: [...p.actions] })),
-          createdAt: new Date().toISOString(),
+          createdAt: iso(now()),
+          ...(input.expiresAt ? { expiresAt: input.expiresAt } : {}),
           hash: sha256Hex(secret),
         };
         // Both entries are durable before the name entry commits the key; they can be written together.
@@ -164,17 +211,28 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
           await discard(record).catch(() => {}); // one of the two may have been written (a full disk)
           throw error;
         });
+        try {
+          const replacing = overwrite && isKeyId(existing) ? existing : undefined;
+          await audit(replacing ? "overwrite" : "create", record, { actor }, replacing ? { replaced: replacing } : undefined);
+          if (replacing && graceMs) await startGrace(replacing, now() + graceMs, { actor });
+        } catch (error) {
+          await discard(record).catch(() => {});
+          throw error;
+        }
         if (overwrite) {
           // Bumped before the swap as well as after: a process killed between the two must not leave
           // other processes trusting remembered verifications of the key it replaced.
-          if (await storage.hasItem(names)) await bumpRevision();
+          if (existing !== null) await bumpRevision();
           const previous = await atomic.swap(names, record.id);
           if (previous && previous !== record.id) {
             await bumpRevision();
             // Not if a rename moved it to another name first (update then overwrite): it lives on there.
+            // Nor if it is in the grace period this overwrite gave it.
             await atomic.exclusive(`keys:${previous}`, async () => {
               const replaced = await readRecord(previous);
-              if (!(await live(replaced))) await discard(replaced);
+              if (await live(replaced)) return;
+              if (graceMs && previous === existing && (await inGrace(replaced))) return;
+              await discard(replaced);
             });
           }
           debug(`create: ${previous ? `replaced key ${previous} with` : "stored"} ${record.id}`);
@@ -186,60 +244,84 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
         return { ...publicView(record), key: secret };
       }),
 
-    deleteByName: (rawName) =>
+    deleteByName: (rawName, options = {}) =>
       guard("delete a key", async () => {
         const name = lookupName(rawName);
         const names = nameKey(name);
-        // Before too, in case this process dies mid-way. A store from before the revision was made at the first
-        // create may have no revision file: on a full disk, remove the key first (freeing space), then bump.
-        if (await storage.hasItem(names)) await bumpRevision().catch(tolerateNoSpace);
-        const id = await atomic.take(names);
-        const record = await readRecord(id);
-        if (record) {
+        let deleted: ApiKeyInfo | null = null;
+        // The event first, for the id the name holds now; then compare-and-delete that id. Lost to a concurrent
+        // overwrite or rename: read the name again.
+        for (let id = await readId(names); id !== null; id = await readId(names)) {
+          const record = await readRecord(id);
+          await audit("delete", { id, name: record?.name ?? name }, options);
+          // Before too, in case this process dies mid-way. A store from before the revision was made at the first
+          // create may have no revision file: on a full disk, remove the key first (freeing space), then bump.
+          await bumpRevision().catch(tolerateNoSpace);
+          if (!(await atomic.takeIf(names, id))) continue;
           await bumpRevision();
-          await atomic.exclusive(`keys:${record.id}`, () => discard(record)); // after any rename in flight
-        } else if (isKeyId(id)) {
-          // The name led to a malformed or missing record: its name entry is gone; remove what is left of it.
-          await bumpRevision();
-          await atomic.exclusive(`keys:${id}`, async () => {
-            const left = await storage.getItem(`keys:${id}`);
-            if (!isStoredKey(left, id) || (await readId(nameKey(left.name))) !== id) {
-              await discard({ id, hash: hashOf(left) ?? "" } as StoredKey);
-            }
-          });
-          debug(`delete: removed what was left of key ${id}`);
-          return salvaged(id, name);
+          if (record) {
+            await atomic.exclusive(`keys:${record.id}`, () => discard(record)); // after any rename in flight
+            deleted = publicView(record);
+          } else if (isKeyId(id)) {
+            // The name led to a malformed or missing record: its name entry is gone; remove what is left of it.
+            await atomic.exclusive(`keys:${id}`, async () => {
+              const left = await storage.getItem(`keys:${id}`);
+              if (!isStoredKey(left, id) || (await readId(nameKey(left.name))) !== id) {
+                await discard({ id, hash: hashOf(left) ?? "" });
+              }
+            });
+            debug(`delete: removed what was left of key ${id}`);
+            deleted = salvaged(id, name);
+          }
+          break;
         }
-        debug(record ? `delete: removed key ${record.id}` : "delete: no key has that name");
-        return record && publicView(record);
+        // The key it replaced, if still in its grace period: deleting a name stops every secret it had.
+        const old = await readId(graceKey(name));
+        if (isKeyId(old)) {
+          const gone = await removeById(old, "delete", options);
+          deleted ??= gone;
+        }
+        debug(deleted ? `delete: removed key ${deleted.id}` : "delete: no key has that name");
+        return deleted;
       }),
 
-    deleteById: (id) =>
+    deleteById: (id, options = {}) =>
       // A malformed id names no key; it must not reach the lock either (it becomes a file name there).
-      guard("delete a key", async () => !isKeyId(id) ? null : atomic.exclusive(`keys:${id}`, async () => {
-        const record = await live(await readRecord(id));
-        if (!record) return null;
-        await bumpRevision().catch(tolerateNoSpace); // before too, in case this process dies mid-way
-        // Compare and delete: an overwrite may have moved the name on meanwhile; then this key is gone already.
-        if (!(await atomic.takeIf(nameKey(record.name), id))) return null;
-        await bumpRevision();
-        await discard(record);
-        return publicView(record);
-      })),
+      guard("delete a key", async () => (isKeyId(id) ? removeById(id, "delete", options) : null)),
 
-    update: (id, rawPatch) =>
+    deleteExpired: (options = {}) =>
+      guard("delete expired keys", async () => {
+        const removed: ApiKeyInfo[] = [];
+        // Checked again under each key's lock: an update may have moved its expiry meanwhile.
+        for (const key of (await store.list()).filter(ended)) {
+          const gone = await removeById(key.id, "prune", options, (record) => ended(publicView(record, true)));
+          if (gone) removed.push(gone);
+        }
+        // Grace entries of keys that are live again (an overwrite killed before its swap) carry no key: drop them.
+        for (const { key, value } of await storage.getItems(await storage.getKeys("grace"))) {
+          const record = await readRecord(typeof value === "string" ? value : null);
+          if (record && (await live(record)) && ended(publicView(record, true))) await atomic.takeIf(key, record.id);
+        }
+        return removed;
+      }),
+
+    update: (id, rawPatch, options = {}) =>
       guard("update a key", () => {
-        const patch = checkKeyPatch(rawPatch); // the CLI's and GraphQL's rules, whoever calls
+        const patch = checkKeyPatch(rawPatch, now()); // the CLI's and GraphQL's rules, whoever calls
         if (!isKeyId(id)) throw new ServiceError("NOT_FOUND", `No API key found with id: ${id}`);
         return atomic.exclusive(`keys:${id}`, async () => {
           const record = await live(await readRecord(id));
           if (!record) throw new ServiceError("NOT_FOUND", `No API key found with id: ${id}`);
-          const next: StoredKey = { ...record, ...patch, id, hash: record.hash, createdAt: record.createdAt };
+          const next = { ...record, ...patch, id, hash: record.hash, createdAt: record.createdAt } as StoredKey;
           if (patch.description !== undefined && !patch.description) delete next.description;
+          if (patch.expiresAt === null) delete next.expiresAt;
           if (next.roles.length + next.permissions.length === 0) {
             throw new ServiceError("INVALID_INPUT", "Please add at least one role or permission to the key.");
           }
+          const changed = UPDATABLE.filter((field) => JSON.stringify(next[field]) !== JSON.stringify(record[field]));
+          if (!changed.length) return publicView(record);
           const renamed = next.name !== record.name;
+          await audit("update", next, options, { changed });
           if (renamed && !(await atomic.claim(nameKey(next.name), id))) {
             throw new ServiceError("NAME_TAKEN", `API key with name '${next.name}' already exists.`);
           }
@@ -277,43 +359,61 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
         const names = await storage.getKeys("names");
         const found: ApiKeyInfo[] = [];
         for (let at = 0; at < names.length; at += LIST_CHUNK) {
-          const entries = (await storage.getItems(names.slice(at, at + LIST_CHUNK)))
+          const ids = (await storage.getItems(names.slice(at, at + LIST_CHUNK)))
             .filter((entry): entry is { key: string; value: string } => isKeyId(entry.value));
-          const values = await storage.getItems(entries.map(({ value }) => `keys:${value}`));
+          const values = await storage.getItems(ids.map(({ value }) => `keys:${value}`));
           values.forEach(({ value }, i) => {
-            const record = checked(entries[i].value, value);
+            const record = entries.checked(ids[i].value, value);
             // Only the entry of the record's own name: mid-rename a key has two, and it is listed once.
-            if (record && entries[i].key === nameKey(record.name)) found.push(publicView(record));
+            if (record && ids[i].key === nameKey(record.name)) found.push(publicView(record));
           });
         }
+        for (const record of await graced()) found.push(publicView(record, true));
         // ISO timestamps order as plain strings (localeCompare costs ~100 ms over 10,000 keys).
         return found.sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.name.localeCompare(b.name)));
       }),
 
     isEmpty: () => guard("read the store", async () => !(await atomic.hasAny("names"))),
 
-    // Written out rather than through `guard`: this runs on every request the service answers.
-    verify: async (secret) => {
-      if (!isWellFormedSecret(secret)) return null;
-      const hash = sha256Hex(secret);
-      try {
-        // Read the revision before checking, so a revocation during the check is noticed next time.
-        const revision = cacheSize > 0 ? await readRevision() : "";
-        const hit = verified.get(hash);
-        if (hit && hit.revision === revision && performance.now() - hit.at < cacheTtl) return hit.info;
-        const record = await live(await readRecord(await readId(`secrets:${hash}`)));
-        const info = record && record.hash === hash ? { ...publicView(record), validity: `${instance}.${++checks}` } : null;
-        if (info && cacheSize > 0) verified.set(hash, { info, revision, at: performance.now() });
-        else verified.delete(hash);
-        return info;
-      } catch (error) {
-        throw storeError("verify a key", error);
-      }
-    },
+    verify,
+    refusal,
+
+    recordUse: (uses) =>
+      guard("record when keys were used", async () => {
+        for (const [id, at] of uses) {
+          if (!isKeyId(id)) continue;
+          // Under the key's lock, like every rewrite of a record: a delete's clean-up runs before or after,
+          // never between the read and the write, so a deleted key is never written back.
+          await atomic.exclusive(`keys:${id}`, async () => {
+            const record = await readRecord(id);
+            if (!record || untilOf(record.lastUsedAt) !== Infinity && Date.parse(record.lastUsedAt!) >= at) return;
+            await storage.setItem(`keys:${id}`, { ...record, lastUsedAt: iso(at) });
+          });
+        }
+      }),
+
+    audit: (query) => guard("read the audit trail", () => auditLog.read(query)),
 
     close: async () => {
       await options.dispose?.();
       await storage.dispose();
     },
   };
+
+  /**
+   * Marks the live key `id` as replaced-with-grace until `until` (ms), before its name moves on. A key of
+   * that name still in an earlier grace period is removed: a name has at most two working secrets.
+   */
+  async function startGrace(id: string, until: number, change: ChangeOptions) {
+    await atomic.exclusive(`keys:${id}`, async () => {
+      const old = await live(await readRecord(id));
+      if (!old) return;
+      const earlier = await readId(graceKey(old.name));
+      if (isKeyId(earlier) && earlier !== id) await removeById(earlier, "delete", change);
+      await storage.setItem(`keys:${id}`, { ...old, graceUntil: iso(Math.min(until, untilOf(old.expiresAt))) });
+      await storage.setItem(graceKey(old.name), id);
+    });
+  }
+
+  return store;
 }

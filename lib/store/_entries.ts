@@ -1,0 +1,68 @@
+/**
+ * Reading and removing a key's entries (the layout is described in key-store.ts), shared by the
+ * store's changes and its verification.
+ */
+import type { Storage } from "unstorage";
+import type { ApiKeyInfo, StoredKey } from "../core/model.ts";
+import { isKeyId } from "../core/input.ts";
+import { sha256Hex } from "../core/secret.ts";
+import { untilOf } from "../core/lifecycle.ts";
+import { isStoredKey } from "./_record.ts";
+
+export type Entries = ReturnType<typeof createEntries>;
+
+export function createEntries(storage: Storage, debug: (message: string) => void) {
+  const nameKey = (name: string) => `names:${sha256Hex(name)}`;
+  /** The entry of the key a name had before an overwrite with a grace period (one per name). */
+  const graceKey = (name: string) => `grace:${sha256Hex(name)}`;
+  // A malformed id names no key: not found, never a store error (see isKeyId). Nor does a malformed record.
+  const checked = (id: string, value: unknown): StoredKey | null => {
+    if (value === null || value === undefined) return null;
+    if (isStoredKey(value, id)) return value;
+    debug(`store: the record keys:${id} is malformed (truncated or edited?): read as no key`);
+    return null;
+  };
+  const readRecord = async (id: string | null): Promise<StoredKey | null> =>
+    isKeyId(id) ? checked(id, await storage.getItem(`keys:${id}`)) : null;
+  const readId = async (key: string): Promise<string | null> => {
+    const value = await storage.getItem(key);
+    return typeof value === "string" ? value : null;
+  };
+  const isLive = async (record: StoredKey) => (await readId(nameKey(record.name))) === record.id;
+  const live = async (record: StoredKey | null): Promise<StoredKey | null> => record && (await isLive(record)) ? record : null;
+  /** A replaced key whose grace entry still stands (its period may have ended; see `acceptedUntil`). */
+  const inGrace = async (record: StoredKey | null): Promise<boolean> =>
+    !!record?.graceUntil && (await readId(graceKey(record.name))) === record.id;
+
+  return {
+    nameKey,
+    graceKey,
+    checked,
+    readRecord,
+    readId,
+    live,
+    inGrace,
+    /**
+     * Until when (ms) a record's secret authenticates: its expiry while its name points at it, the
+     * earlier of expiry and grace while it is in a grace period, else null (revoked or replaced).
+     */
+    acceptedUntil: async (record: StoredKey): Promise<number | null> => {
+      if (await isLive(record)) return untilOf(record.expiresAt);
+      if (await inGrace(record)) return Math.min(untilOf(record.expiresAt), untilOf(record.graceUntil));
+      return null;
+    },
+    /** Removes what is left of a key once neither its name entry nor its grace entry points at it. */
+    discard: async (record: Pick<StoredKey, "id" | "hash"> & { name?: string } | null) => {
+      if (!record) return;
+      if (record.name !== undefined && (await readId(graceKey(record.name))) === record.id) await storage.removeItem(graceKey(record.name));
+      if (record.hash && (await readId(`secrets:${record.hash}`)) === record.id) await storage.removeItem(`secrets:${record.hash}`);
+      await storage.removeItem(`keys:${record.id}`);
+    },
+  };
+}
+
+/** What callers see of a record: no hash, and no grace time on a key that is live again. */
+export const publicView = ({ hash: _hash, ...info }: StoredKey, graced = false): ApiKeyInfo => {
+  if (!graced && info.graceUntil) delete info.graceUntil;
+  return info;
+};

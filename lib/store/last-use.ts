@@ -1,0 +1,88 @@
+/**
+ * Last use without a store write per request. The service tells the recorder which key authenticated
+ * each request (`seen`: one map write, no I/O, no promise); a timer writes the latest time per key
+ * through `KeyStore.recordUse`, off the request path:
+ * - a key this server has not written yet is written at the next tick, within `tickMs` (5 s);
+ * - after that at most once per `intervalMs` (a minute) per key, with the latest time seen meanwhile;
+ * - `close` writes what is pending, so a server that stops loses nothing it saw.
+ * Several servers each write their own latest time; the store keeps the latest of all (`recordUse`
+ * compares under the key's lock) and never writes a deleted key back.
+ */
+import type { KeyStore } from "./types.ts";
+
+export interface UseRecorder {
+  /** Notes that key `id` authenticated a request now. */
+  seen(id: string): void;
+  /** Writes what is pending now (tests, shutdown). */
+  flush(): Promise<void>;
+  /** Flushes and stops the timer. */
+  close(): Promise<void>;
+}
+
+export interface UseRecorderOptions {
+  /** How often pending uses are looked at (default 5,000 ms): the longest wait for a first write. */
+  tickMs?: number;
+  /** Shortest time between two writes of one key by this server (default 60,000 ms). */
+  intervalMs?: number;
+  now?: () => number;
+  /** A failed write is kept pending and retried at the next tick; this hears about it (never with a secret). */
+  onError?: (error: unknown) => void;
+}
+
+/** Keys whose last write is remembered; beyond that the oldest are forgotten (their next use writes again, once). */
+const WRITTEN_MAX = 100_000;
+
+export function createUseRecorder(store: Pick<KeyStore, "recordUse">, options: UseRecorderOptions = {}): UseRecorder {
+  const tickMs = options.tickMs ?? 5_000;
+  const intervalMs = options.intervalMs ?? 60_000;
+  const now = options.now ?? Date.now;
+  const pending = new Map<string, number>(); // id -> latest use not yet written
+  const written = new Map<string, number>(); // id -> when this server last wrote it
+  let timer: ReturnType<typeof setInterval> | undefined;
+  let writing: Promise<void> = Promise.resolve();
+
+  const write = (force: boolean) => {
+    const at = now();
+    const due = new Map<string, number>();
+    for (const [id, used] of pending) {
+      const last = written.get(id);
+      if (force || last === undefined || at - last >= intervalMs) due.set(id, used);
+    }
+    if (!due.size) return writing;
+    for (const [id] of due) {
+      pending.delete(id);
+      written.delete(id); // re-inserted last: the map stays in order of writing, oldest first
+      written.set(id, at);
+    }
+    while (written.size > WRITTEN_MAX) written.delete(written.keys().next().value!);
+    writing = writing.then(() => store.recordUse(due)).catch((error) => {
+      for (const [id, used] of due) if (!((pending.get(id) ?? 0) > used)) pending.set(id, used); // retried next tick
+      options.onError?.(error);
+    });
+    return writing;
+  };
+
+  const tick = () => {
+    void write(false);
+    if (!pending.size && timer) {
+      clearInterval(timer);
+      timer = undefined;
+    }
+  };
+
+  return {
+    seen(id) {
+      pending.set(id, now());
+      if (!timer) {
+        timer = setInterval(tick, tickMs);
+        timer.unref?.();
+      }
+    },
+    flush: () => write(true),
+    close: async () => {
+      if (timer) clearInterval(timer);
+      timer = undefined;
+      await write(true);
+    },
+  };
+}
