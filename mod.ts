@@ -15,7 +15,21 @@
  * (await store.verify(key))?.name; // "ci"
  */
 export { ACTIONS, RESOURCES, ROLE_DESCRIPTIONS, ROLES } from "./lib/core/model.ts";
-export type { ApiKeyInfo, AuthAction, CreatedKey, CreateKeyInput, Permission, Resource, Role } from "./lib/core/model.ts";
+export { AUDIT_ACTIONS } from "./lib/core/model.ts";
+export type {
+  Actor,
+  ApiKeyInfo,
+  AuditAction,
+  AuditEvent,
+  AuthAction,
+  CreatedKey,
+  CreateKeyInput,
+  KeyPatch,
+  Permission,
+  Resource,
+  Role,
+} from "./lib/core/model.ts";
+export { checkExpiresAt, expiryFrom, parseDuration, parseGrace, parseSince } from "./lib/core/lifecycle.ts";
 export { ERROR_CODES, type ErrorCode, isServiceError, ServiceError } from "./lib/core/errors.ts";
 export {
   CreateKeySchema,
@@ -30,12 +44,17 @@ export { generateSecret, isWellFormedSecret, redactSecrets, SECRET_PREFIX } from
 export { can, effectivePermissions, type Grants, ROLE_PERMISSIONS } from "./lib/core/policy.ts";
 export {
   type AtomicIndex,
+  type ChangeOptions,
   createKeyStore,
   createLocalAtomicIndex,
+  type CreateOptions,
   type KeyBackend,
   type KeyStore,
   type KeyStoreOptions,
+  type Refusal,
   type VerifiedKey,
 } from "./lib/store/key-store.ts";
+export { type AuditLog, type AuditQuery, createMemoryAuditLog, describeActor, localActor } from "./lib/store/audit.ts";
+export { createUseRecorder, type UseRecorder, type UseRecorderOptions } from "./lib/store/last-use.ts";
 export { defaultStoreDir, describeStore, openKeyStore, parseStoreSpec, type StoreSpec } from "./lib/store/config.ts";
 export { VERSION } from "./lib/core/version.ts";
