@@ -12,16 +12,19 @@ import { type Column, renderLines, renderTable } from "./table.ts";
 /** "2026-11-22T21:08:09.123Z" -> "2026-11-22 21:08:09" (UTC): events a second apart stay apart. */
 const eventTime = (iso: string) => iso.replace("T", " ").slice(0, 19);
 
-/** What else an event says: the fields an update changed, or the id an overwrite replaced. */
+/** What else an event says, for the table: the fields an update changed, or (the start of) the id an overwrite replaced. */
 const detail = (event: AuditEvent) =>
-  event.changed?.length ? `changed ${event.changed.join(",")}` : event.replaced ? `replaced ${event.replaced}` : "";
+  event.changed?.length ? event.changed.join(",") : event.replaced ? `replaced ${event.replaced.slice(0, 8)}` : "";
+
+/** The actor in the table: `alice@build-7`, or `key 'deploy'` (the pipe and --json also give that key's id). */
+const actorCell = (event: AuditEvent) => (event.actor.kind === "key" ? `key '${event.actor.name}'` : describeActor(event.actor));
 
 const COLUMNS: readonly Column<AuditEvent>[] = [
   { header: "TIME (UTC)", cell: (e) => eventTime(e.at) },
   { header: "ACTION", cell: (e) => e.action },
   { header: "NAME", cell: (e) => e.name, min: 6, soft: 12 },
   { header: "ID", cell: (e) => e.id, min: 8, last: true },
-  { header: "ACTOR", cell: (e) => describeActor(e.actor), min: 8, soft: 16 },
+  { header: "ACTOR", cell: actorCell, min: 8, soft: 16 },
   { header: "DETAIL", cell: detail, min: 4, soft: 12 },
 ];
 
