@@ -25,7 +25,7 @@ const COLUMNS: readonly Column<AuditEvent>[] = [
   { header: "NAME", cell: (e) => e.name, min: 6, soft: 12 },
   { header: "ID", cell: (e) => e.id, min: 8, last: true },
   { header: "ACTOR", cell: actorCell, min: 8, soft: 16 },
-  { header: "DETAIL", cell: detail, min: 4, soft: 12 },
+  { header: "DETAIL", cell: detail, min: 4, soft: 12, first: true },
 ];
 
 /** The pipe format's fields, in their documented order. */

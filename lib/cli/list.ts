@@ -37,12 +37,12 @@ export function listColumns(now: number): Column<ApiKeyInfo>[] {
     // Ids are copied, so the id is cut only once the other columns are down to a readable width.
     { header: "ID", cell: (k) => k.id, min: 8, last: true },
     { header: "ROLES", cell: (k) => k.roles.join(",") || "-", min: 4, soft: 6 },
-    { header: "PERMISSIONS", cell: (k) => permissionPairs(k.permissions).join(",") || "-", min: 4, soft: 12 },
+    { header: "PERMISSIONS", cell: (k) => permissionPairs(k.permissions).join(",") || "-", min: 4, soft: 12, first: true },
     // Left out at 80 columns when expiry and last use need the room: --json and the pipe keep it.
     { header: "CREATED", cell: (k) => shortTime(k.createdAt), dropOrder: 1 },
     { header: "EXPIRES", cell: (k) => expiryCell(k, now) },
     { header: "LAST USED", cell: (k) => (k.lastUsedAt ? shortTime(k.lastUsedAt) : "never") },
-    { header: "DESCRIPTION", cell: (k) => k.description ?? "", min: 4, soft: 12 },
+    { header: "DESCRIPTION", cell: (k) => k.description ?? "", min: 4, soft: 12, first: true },
   ];
 }
 

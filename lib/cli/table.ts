@@ -16,6 +16,8 @@ export interface Column<T> {
   soft?: number;
   /** Cut to `min` only once every other column is down to its `soft` width (the id: it is copied). */
   last?: boolean;
+  /** Cut to `min` before the others go below their `soft` widths (the description, the permissions). */
+  first?: boolean;
   /** Left out of the table (not of the pipe format) when the row cannot fit otherwise, lowest first. */
   dropOrder?: number;
 }
@@ -44,14 +46,17 @@ export const escapeField = (text: string): string =>
 /**
  * Cuts columns until the row fits: always the widest one that may still shrink (ties: the rightmost,
  * so the description goes before the permissions), first down to their `soft` widths, then the `last`
- * ones (the id) down to their `min`, then all of them to their `min`. Returns null when the row would
- * still need cutting below the soft widths and a droppable column could make room instead.
+ * ones (the id) down to their `min`, then the `first` ones (description, permissions), then all of
+ * them. Returns null when the row would still need cutting below the soft widths and a droppable
+ * column could make room instead.
  */
 function fit<T>(columns: readonly Column<T>[], widths: number[], room: number, mayDrop: boolean): number[] | null {
   let over = widths.reduce((a, b) => a + b, 0) + GAP * (widths.length - 1) - room;
+  const soft = (c: Column<T>) => c.soft ?? c.min;
   const floors: ((c: Column<T>) => number | undefined)[] = [
-    (c) => (c.last ? undefined : c.soft ?? c.min),
-    (c) => (c.last ? c.min : c.soft ?? c.min),
+    (c) => (c.last ? undefined : soft(c)),
+    (c) => (c.last ? c.min : soft(c)),
+    (c) => (c.last || c.first ? c.min : soft(c)),
     (c) => c.min,
   ];
   for (const [pass, floor] of floors.entries()) {
