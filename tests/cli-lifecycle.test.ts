@@ -8,6 +8,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { command as apikey } from "../lib/cli/commands/apikey.ts";
 import { formatError, type Output } from "../lib/cli/format.ts";
 import { formatAudit } from "../lib/cli/audit-format.ts";
+import { interactiveCreate, interactiveDelete, type PromptFn } from "../lib/cli/prompts.ts";
 import { displayWidth } from "../lib/cli/width.ts";
 import type { AuditEvent } from "../lib/core/model.ts";
 import { fsDriver } from "../lib/store/drivers/fs.ts";
@@ -345,5 +346,45 @@ describe("help and completion know the lifecycle flags", () => {
     const { stdout, code } = await runCli(["completion", shell]);
     expect(code).toBe(0);
     for (const flag of FLAGS) expect(stdout, flag).toContain(shell === "fish" ? `-l ${flag.slice(2)}` : flag);
+  });
+});
+
+describe("interactive mode and the lifecycle", () => {
+  it("the delete screen marks expired keys and keys in their grace period", async () => {
+    let clock = Date.now() - 2 * DAY;
+    const store = createKeyStore({ now: () => clock });
+    await store.create({ name: "old", roles: ["GUEST"], permissions: [], expiresAt: new Date(Date.now() - DAY).toISOString() });
+    clock = Date.now();
+    await store.create({ name: "deploy", roles: ["GUEST"], permissions: [] });
+    await store.create({ name: "deploy", roles: ["GUEST"], permissions: [] }, { overwrite: true, graceMs: 600_000 });
+    let labels: string[] = [];
+    const prompt: PromptFn = async (_message, options) => {
+      labels = ((options as { options?: { label: string }[] }).options ?? []).map((choice) => choice.label);
+      return [];
+    };
+    await interactiveDelete({ delete: true }, store, { prompt, columns: 200 });
+    expect(labels).toHaveLength(3);
+    expect(labels.find((l) => l.startsWith("old"))).toMatch(/\(expired\)$/);
+    expect(labels.filter((l) => /\(grace until \d{4}-\d\d-\d\d \d\d:\d\d\)$/.test(l))).toHaveLength(1);
+    expect(labels.filter((l) => !/\)$/.test(l))).toHaveLength(1); // the new deploy key: no mark
+  });
+
+  it("interactive create honours --expires-in (no new question)", async () => {
+    const store = createKeyStore();
+    const asked: string[] = [];
+    const prompt: PromptFn = async (message, options) => {
+      asked.push(message);
+      if (options.type === "text") return message.startsWith("API key name") ? "asked" : "";
+      if (options.type === "multiselect") return ["GUEST"];
+      if (options.type === "select") return "none";
+      return false;
+    };
+    const out = await interactiveCreate({ create: true, expiresIn: "2h", json: true }, store, { prompt });
+    expect(out.exitCode).toBe(0);
+    const result = JSON.parse(out.stdout!);
+    expect(Object.keys(result)).toEqual(["key", "name", "id", "expiresAt"]);
+    expect(Date.parse(result.expiresAt) - Date.now()).toBeGreaterThan(2 * HOUR - 60_000);
+    expect(asked.some((m) => /expir/i.test(m))).toBe(false);
+    await expect(interactiveCreate({ create: true, expiresIn: "2x" }, store, { prompt })).rejects.toThrow("--expires-in needs a duration");
   });
 });
