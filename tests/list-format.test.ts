@@ -2,7 +2,7 @@
 // widths in display columns) and, on a pipe, tab-separated lines that cut and awk can read.
 import { describe, expect, it } from "vitest";
 import { formatList } from "../lib/cli/format.ts";
-import { listLines, shortTime } from "../lib/cli/list.ts";
+import { expiryCell, keyState, listLines, shortTime } from "../lib/cli/list.ts";
 import { displayWidth, truncate } from "../lib/cli/width.ts";
 import type { ApiKeyInfo } from "../lib/core/model.ts";
 import { runCli, tempDir } from "./helpers/cli.ts";
@@ -49,16 +49,19 @@ describe("the table on a terminal", () => {
     expect(lines).toHaveLength(4);
     for (const line of lines) expect(displayWidth(line), line).toBeLessThanOrEqual(80);
     expect(lines.slice(1).some((line) => line.endsWith("…"))).toBe(true);
-    // The time is never cut; at 80 columns the id is, keeping its start, once the others are readable.
-    for (const line of lines.slice(1)) expect(line).toMatch(/  0b6f1c2e-8\S*…  .*  2026-11-22 21:08  /);
+    // At 80 columns the id is cut, keeping its start, once the others are readable; expiry and last use
+    // are never cut, and the creation time gives way to them (the pipe format and --json keep it).
+    for (const line of lines.slice(1)) expect(line).toMatch(/  0b6f1c2e-\S*…  .*  never {4}never /);
     expect(lines[1]).toMatch(/^release pip…  /);
-    expect(lines[0]).toMatch(/ ROLES  +PERMISSIONS  +CREATED  +DESCRIPTION$/);
+    expect(lines[0]).toMatch(/ ROLES  +PERMISSIONS  +EXPIRES  +LAST USED  +DESCRIPTION$/);
   });
 
-  it("cuts the id only after the other columns are down to a readable width", () => {
-    const lines = table(long, 120).trimEnd().split("\n");
+  it("keeps the creation time while there is room, and cuts the id only after the others are readable", () => {
+    const lines = table(long, 150).trimEnd().split("\n");
+    expect(lines[0]).toMatch(/ CREATED  +EXPIRES  +LAST USED  +DESCRIPTION$/);
     for (const line of lines.slice(1)) expect(line).toContain("0b6f1c2e-8d4a-4f3b-9a1e-5c7d2e8f9a10  ");
-    for (const line of lines) expect(displayWidth(line)).toBeLessThanOrEqual(120);
+    for (const line of lines.slice(1)) expect(line).toContain("  2026-11-22 21:08  never    never  ");
+    for (const line of lines) expect(displayWidth(line)).toBeLessThanOrEqual(150);
   });
 
   it("cuts the widest column first: the description before the permissions", () => {
@@ -80,7 +83,7 @@ describe("the table on a terminal", () => {
 
   it("shows the time as the delete screen does", () => {
     expect(shortTime("2026-11-22T21:08:09.123Z")).toBe("2026-11-22 21:08");
-    expect(table([key({})])).toContain("2026-11-22 21:08");
+    expect(table([key({})], 100)).toContain("2026-11-22 21:08");
   });
 });
 
@@ -91,8 +94,8 @@ describe("the pipe format", () => {
       key({ name: "bare", roles: [] }),
     ]);
     expect(text).toBe(
-      "deploy\t0b6f1c2e-8d4a-4f3b-9a1e-5c7d2e8f9a10\tADMIN\tVMS:READ_ANY\t2026-11-22T21:08:09.123Z\ttab\\there\\\\ and\\nnew line\n" +
-        "bare\t0b6f1c2e-8d4a-4f3b-9a1e-5c7d2e8f9a10\t\t\t2026-11-22T21:08:09.123Z\t\n",
+      "deploy\t0b6f1c2e-8d4a-4f3b-9a1e-5c7d2e8f9a10\tADMIN\tVMS:READ_ANY\t2026-11-22T21:08:09.123Z\ttab\\there\\\\ and\\nnew line\t\t\t\tactive\n" +
+        "bare\t0b6f1c2e-8d4a-4f3b-9a1e-5c7d2e8f9a10\t\t\t2026-11-22T21:08:09.123Z\t\t\t\t\tactive\n",
     );
   });
 
@@ -112,5 +115,60 @@ describe("the pipe format", () => {
     } finally {
       tmp.cleanup();
     }
+  });
+});
+
+describe("expiry and last use (issue 14)", () => {
+  const now = Date.parse("2026-11-23T00:00:00Z");
+  const keys = [
+    key({ name: "ci deploy", expiresAt: "2026-11-23T01:00:00.000Z", lastUsedAt: "2026-11-22T23:59:30.000Z", description: "temporary key for the deploy job" }),
+    key({ name: "old", expiresAt: "2026-11-22T22:00:00.000Z" }),
+    key({ name: "rotated", graceUntil: "2026-11-23T00:10:00.000Z", lastUsedAt: "2026-11-22T23:00:00.000Z", permissions: [{ resource: "DOCKER", actions: ["READ_ANY", "UPDATE_ANY"] }] }),
+    key({ name: "rotated", description: "the new secret" }),
+  ];
+  const lifecycleTable = (columns: number) => formatList(keys, false, { tty: true, columns, now }).stdout!.trimEnd().split("\n");
+
+  it("EXPIRES says never, the time, expired, or the end of a grace period; LAST USED the time or never", () => {
+    expect(keys.map((k) => expiryCell(k, now))).toEqual(["2026-11-23 01:00", "expired", "2026-11-23 00:10 (grace)", "never"]);
+    expect(keys.map((k) => keyState(k, now))).toEqual(["active", "expired", "grace", "active"]);
+    expect(keyState(keys[0], Date.parse(keys[0].expiresAt!))).toBe("expired"); // at the exact instant, as the store decides
+    const lines = lifecycleTable(200);
+    expect(lines[0]).toMatch(/ CREATED +EXPIRES +LAST USED +DESCRIPTION$/);
+    expect(lines[1]).toMatch(/  2026-11-22 21:08  2026-11-23 01:00 +2026-11-22 23:59  temporary key for the deploy job$/);
+    expect(lines[2]).toMatch(/  expired +never$/);
+    expect(lines[3]).toMatch(/  2026-11-23 00:10 \(grace\)  2026-11-22 23:00$/);
+    expect(lines[4]).toMatch(/  never +never +the new secret$/);
+  });
+
+  it("at 80 columns every row fits: times whole, the description and permissions cut first, CREATED left out", () => {
+    const lines = lifecycleTable(80);
+    for (const line of lines) expect(displayWidth(line), line).toBeLessThanOrEqual(80);
+    expect(lines[0]).not.toContain("CREATED");
+    expect(lines[0]).toMatch(/ EXPIRES +LAST USED +DES/);
+    expect(lines[1]).toContain("  2026-11-23 01:00 ");
+    expect(lines[1]).toContain("  2026-11-22 23:59  ");
+    expect(lines[3]).toContain("  2026-11-23 00:10 (grace)  2026-11-22 23:00");
+    expect(lines[3]).not.toContain("DOCKER:READ_ANY,DOCKER:UPDATE_ANY"); // cut
+  });
+
+  it("the pipe format appends expires, last used, grace until and the state, in that order", () => {
+    const rows = listLines(keys, now).trimEnd().split("\n").map((line) => line.split("\t"));
+    expect(rows.every((fields) => fields.length === 10)).toBe(true);
+    expect(rows.map((fields) => fields.slice(6))).toEqual([
+      ["2026-11-23T01:00:00.000Z", "2026-11-22T23:59:30.000Z", "", "active"],
+      ["2026-11-22T22:00:00.000Z", "", "", "expired"],
+      ["", "2026-11-22T23:00:00.000Z", "2026-11-23T00:10:00.000Z", "grace"],
+      ["", "", "", "active"],
+    ]);
+    expect(rows[0].slice(0, 6)).toEqual(["ci deploy", keys[0].id, "ADMIN", "", "2026-11-22T21:08:09.123Z", "temporary key for the deploy job"]);
+  });
+
+  it("text from the store cannot act on the terminal: controls and bidi overrides are shown escaped", () => {
+    const hostile = [key({ name: "x\u001b]0;owned\u0007", description: "\u202eevil" })];
+    const table = formatList(hostile, false, { tty: true, columns: 200, now }).stdout!;
+    expect(table).not.toMatch(/[\u0007\u001b\u202e]/);
+    expect(table).toContain("x\\u{1b}]0;owned\\u{7}");
+    expect(table).toContain("\\u{202e}evil");
+    expect(listLines(hostile, now)).toContain("x\\u{1b}]0;owned\\u{7}\t");
   });
 });

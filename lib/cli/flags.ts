@@ -20,17 +20,36 @@ export interface ApikeyFlags {
   force?: boolean;
   format?: string;
   rename?: string;
+  /** create, update: a duration (`7d`) after which the key stops working. */
+  expiresIn?: string;
+  /** create, update: the ISO 8601 instant the key stops working. */
+  expiresAt?: string;
+  /** False with `--no-expiry` (update: the key never expires again); cac sets true otherwise. */
+  expiry?: boolean;
+  /** create with --overwrite: how long the replaced key's secret keeps working. */
+  grace?: string;
+  /** delete: every key whose expiry or grace period has passed. */
+  expired?: boolean;
+  audit?: boolean;
+  /** audit: a duration back from now or an instant. */
+  since?: string;
+  /** audit: at most this many events, the latest. */
+  limit?: string;
 }
 
-export const MODES = ["create", "delete", "list", "update"] as const;
+export const MODES = ["create", "delete", "list", "update", "audit"] as const;
 export type Mode = (typeof MODES)[number];
 
-/** The flags each mode takes (camelCase, as cac delivers them); --json, --store and --url go with all. */
+/**
+ * The flags each mode takes (camelCase, as cac delivers them); --json, --store and --url go with all.
+ * `noExpiry` stands for `--no-expiry`, which cac delivers as `expiry: false`.
+ */
 const MODE_FLAGS: Record<Mode, readonly string[]> = {
-  create: ["name", "description", "roles", "permissions", "overwrite", "ifNotExists", "output", "force", "format"],
-  delete: ["name", "id", "ifExists"],
+  create: ["name", "description", "roles", "permissions", "overwrite", "ifNotExists", "output", "force", "format", "expiresIn", "expiresAt", "grace"],
+  delete: ["name", "id", "ifExists", "expired"],
   list: [],
-  update: ["name", "id", "description", "roles", "permissions", "rename"],
+  update: ["name", "id", "description", "roles", "permissions", "rename", "expiresIn", "expiresAt", "noExpiry"],
+  audit: ["since", "limit"],
 };
 const COMMON = ["json", "store", "url"];
 const kebab = (flag: string) => `--${flag.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
@@ -39,14 +58,16 @@ const kebab = (flag: string) => `--${flag.replace(/[A-Z]/g, (c) => `-${c.toLower
  * The one mode the flags choose, after checking that every other flag given applies to it: a flag
  * that does not apply is an error, never silently ignored (`--list --name x` used to list every key).
  */
-export function chooseMode(flags: ApikeyFlags): Mode {
+export function chooseMode(given: ApikeyFlags): Mode {
+  const { expiry, ...rest } = given;
+  const flags: ApikeyFlags & { noExpiry?: boolean } = { ...rest, noExpiry: expiry === false || undefined };
   const modes = MODES.filter((mode) => flags[mode]);
   if (modes.length !== 1) {
     throw new ServiceError(
       "USAGE",
       modes.length === 0
-        ? "Choose what to do: --create, --delete, --update or --list"
-        : `Choose one of --create, --delete, --update and --list, not ${modes.map((m) => `--${m}`).join(" and ")}`,
+        ? "Choose what to do: --create, --delete, --update, --list or --audit"
+        : `Choose one of --create, --delete, --update, --list and --audit, not ${modes.map((m) => `--${m}`).join(" and ")}`,
     );
   }
   const mode = modes[0];
@@ -58,13 +79,23 @@ export function chooseMode(flags: ApikeyFlags): Mode {
   if (stray.length) {
     throw new ServiceError("USAGE", `--${mode} does not take ${stray.join(", ")}. Run 'service-api apikey --help'.`);
   }
-  const pair = (a: keyof ApikeyFlags, b: keyof ApikeyFlags) => {
-    if (flags[a] !== undefined && flags[a] !== false && flags[b] !== undefined && flags[b] !== false) {
-      throw new ServiceError("USAGE", `Use ${kebab(a)} or ${kebab(b)}, not both`);
-    }
+  const has = (flag: keyof typeof flags) => flags[flag] !== undefined && flags[flag] !== false;
+  const pair = (a: keyof typeof flags, b: keyof typeof flags) => {
+    if (has(a) && has(b)) throw new ServiceError("USAGE", `Use ${kebab(a)} or ${kebab(b)}, not both`);
   };
   pair("name", "id");
   pair("overwrite", "ifNotExists");
+  pair("expiresIn", "expiresAt");
+  pair("noExpiry", "expiresIn");
+  pair("noExpiry", "expiresAt");
+  pair("expired", "name");
+  pair("expired", "id");
+  if (flags.expired && flags.ifExists) {
+    throw new ServiceError("USAGE", "--delete --expired already exits 0 when nothing has expired: drop --if-exists");
+  }
+  if (has("grace") && !flags.overwrite) {
+    throw new ServiceError("USAGE", "--grace keeps the secret of the key an overwrite replaces working: it needs --overwrite");
+  }
   if (flags.format !== undefined && flags.json) pair("format", "json");
   if (flags.force && !flags.output) throw new ServiceError("USAGE", "--force only replaces the file --output names; give --output <file>");
   if (flags.format !== undefined && !["text", "json", "env"].includes(flags.format)) {

@@ -3,7 +3,7 @@
  * a create skipped by `--if-not-exists`, a delete skipped by `--if-exists`, and an update.
  */
 import type { ApiKeyInfo, CreatedKey } from "../core/model.ts";
-import type { Output } from "./format.ts";
+import { createdSummary, type Output, sentenceTime } from "./format.ts";
 
 const json = (value: unknown) => JSON.stringify(value) + "\n";
 
@@ -16,11 +16,12 @@ export function envValue(value: string): string {
   return /^[A-Za-z0-9_.:/-]+$/.test(value) ? value : `'${value.replaceAll("'", "'\\''")}'`;
 }
 
-/** `--format env`: SERVICE_API_KEY, SERVICE_API_KEY_ID and SERVICE_API_KEY_NAME lines. */
-export function formatEnv(created: CreatedKey, replaced: boolean): Output {
+/** `--format env`: SERVICE_API_KEY, SERVICE_API_KEY_ID and SERVICE_API_KEY_NAME lines, and SERVICE_API_KEY_EXPIRES_AT when it expires. */
+export function formatEnv(created: CreatedKey, replaced: boolean, graceUntil?: string): Output {
+  const expires = created.expiresAt ? `SERVICE_API_KEY_EXPIRES_AT=${envValue(created.expiresAt)}\n` : "";
   return {
-    stdout: `SERVICE_API_KEY=${envValue(created.key)}\nSERVICE_API_KEY_ID=${envValue(created.id)}\nSERVICE_API_KEY_NAME=${envValue(created.name)}\n`,
-    notice: `${replaced ? "Replaced" : "Created"} API key '${created.name}' (id ${created.id}). Store the key now: it is not shown again.`,
+    stdout: `SERVICE_API_KEY=${envValue(created.key)}\nSERVICE_API_KEY_ID=${envValue(created.id)}\nSERVICE_API_KEY_NAME=${envValue(created.name)}\n${expires}`,
+    notice: createdSummary(created, replaced, graceUntil),
     exitCode: 0,
   };
 }
@@ -39,9 +40,12 @@ export function formatNothingToDelete(message: string, code: string, asJson: boo
   return { notice: `${message} (nothing to delete: --if-exists)`, exitCode: 0 };
 }
 
-/** `--update`: the key as `--list --json` shows one, or a line saying what changed. */
+/** `--update`: the key as `--list --json` shows one, or a line saying what changed (and the expiry, when that changed). */
 export function formatUpdated(key: ApiKeyInfo, before: ApiKeyInfo, asJson: boolean): Output {
   if (asJson) return { stdout: json(key), exitCode: 0 };
   const renamed = key.name !== before.name ? ` (renamed from '${before.name}')` : "";
-  return { stdout: `Updated API key '${key.name}'${renamed} (id ${key.id})\n`, exitCode: 0 };
+  const expiry = key.expiresAt === before.expiresAt
+    ? ""
+    : key.expiresAt ? `; it expires ${sentenceTime(key.expiresAt)}` : "; it no longer expires";
+  return { stdout: `Updated API key '${key.name}'${renamed} (id ${key.id})${expiry}\n`, exitCode: 0 };
 }

@@ -23,15 +23,28 @@ const json = (value: unknown) => JSON.stringify(value) + "\n";
 export const NO_KEYS_MESSAGE = "No API keys found to delete";
 export const notFoundMessage = (name: string) => `No API key found with name: ${name}`;
 
-/** Create: JSON `{key, name, id}`; plain: the secret alone on stdout, a summary for people. */
-export function formatCreated(created: CreatedKey, asJson: boolean, replaced = false): Output {
-  if (asJson) return { stdout: json({ key: created.key, name: created.name, id: created.id }), exitCode: 0 };
-  return {
-    stdout: created.key + "\n",
-    notice: `${replaced ? "Replaced" : "Created"} API key '${created.name}' (id ${created.id}). ` +
-      "Store the key now: it is not shown again.",
-    exitCode: 0,
-  };
+/** A time for a sentence: "2026-12-01 18:00:45 UTC". */
+export const sentenceTime = (iso: string) => `${iso.replace("T", " ").slice(0, 19)} UTC`;
+
+/** What a create tells people on stderr: the key, its expiry, and how long a replaced secret still works. */
+export function createdSummary(created: CreatedKey, replaced: boolean, graceUntil?: string): string {
+  const expiry = created.expiresAt ? `, expiring ${sentenceTime(created.expiresAt)}` : "";
+  const grace = graceUntil ? ` The secret it replaced keeps working until ${sentenceTime(graceUntil)}.` : "";
+  return `${replaced ? "Replaced" : "Created"} API key '${created.name}' (id ${created.id})${expiry}.${grace} ` +
+    "Store the key now: it is not shown again.";
+}
+
+/** The create result for scripts: `{key, name, id}`, and `expiresAt` when the key expires (never null). */
+export const createdJson = (created: CreatedKey) =>
+  ({ key: created.key, name: created.name, id: created.id, ...(created.expiresAt ? { expiresAt: created.expiresAt } : {}) });
+
+/**
+ * Create: JSON `{key, name, id}` (+ `expiresAt`); plain: the secret alone on stdout, a summary for people.
+ * `graceUntil`: the secret of the key this one replaced works until then (`--overwrite --grace`).
+ */
+export function formatCreated(created: CreatedKey, asJson: boolean, replaced = false, graceUntil?: string): Output {
+  if (asJson) return { stdout: json(createdJson(created)), exitCode: 0 };
+  return { stdout: created.key + "\n", notice: createdSummary(created, replaced, graceUntil), exitCode: 0 };
 }
 
 /** Delete success: `{deleted, keys:[{id,name}]}` or "Successfully deleted N API key(s)". */
@@ -70,7 +83,8 @@ export function formatNothingChosen(message: string, asJson: boolean): Output {
 export function formatList(keys: ApiKeyInfo[], asJson: boolean, view: ListView = stdoutView()): Output {
   if (asJson) return { stdout: json({ keys }), exitCode: 0 };
   if (keys.length === 0) return { notice: "No API keys stored", exitCode: 0 };
-  return { stdout: view.tty ? listTable(keys, view.columns) : listLines(keys), exitCode: 0 };
+  const now = view.now ?? Date.now();
+  return { stdout: view.tty ? listTable(keys, view.columns, now) : listLines(keys, now), exitCode: 0 };
 }
 
 /** Any failure: JSON `{error, code}` on stdout, or a one-line message for people. */

@@ -23,7 +23,7 @@ export const ENVIRONMENT: readonly [string, string][] = [
 
 /** Every exit status, with the error codes that lead to it. */
 export const EXIT_STATUSES: readonly [number, string][] = [
-  [0, "success (also --if-exists / --if-not-exists with nothing to do)"],
+  [0, "success (also --if-exists / --if-not-exists with nothing to do, and --delete --expired or --audit finding nothing)"],
   [1, "could not be done: NAME_TAKEN, NOT_FOUND, NO_KEYS, UNAUTHENTICATED, FORBIDDEN, secret not delivered"],
   [2, "bad usage or invalid input: USAGE, INVALID_INPUT"],
   [3, "key store or service unreachable: STORE_UNAVAILABLE"],

@@ -1,48 +1,73 @@
 /**
- * `apikey --list` as text: an aligned table that fits a terminal, or tab-separated lines on a pipe.
- * The columns are data (LIST_COLUMNS): a new column (expiry, last use) is one entry, appended at the
- * end so scripts that read the pipe format by position keep working.
+ * `apikey --list` as text: an aligned table that fits a terminal, or tab-separated lines on a pipe
+ * (lib/cli/table.ts). The table's columns and the pipe's fields are data; fields added to the pipe
+ * format go at the end, so scripts that read it by position keep working.
  */
 import { type ApiKeyInfo, permissionPairs } from "../core/model.ts";
-import { displayWidth, padEnd, truncate } from "./width.ts";
+import { untilOf } from "../core/lifecycle.ts";
+import { type Column, renderLines, renderTable } from "./table.ts";
 
 /** "2025-01-31T12:34:56.789Z" -> "2025-01-31 12:34" (UTC, as stored): the list and the delete screen. */
 export const shortTime = (iso: string) => iso.replace("T", " ").slice(0, 16);
 
-interface Column {
-  header: string;
-  /** The cell on a terminal. */
-  cell: (key: ApiKeyInfo) => string;
-  /** The field on a pipe (unescaped); defaults to the cell. */
-  field?: (key: ApiKeyInfo) => string;
-  /** Narrowest the table may cut this column to; absent: never cut. */
-  min?: number;
-  /** Narrowest it is cut to before any column is cut below its `soft` width; absent: `min`. */
-  soft?: number;
+/** Where a key is in its life: working, past its expiry or grace period, or replaced but in its grace period. */
+export type KeyState = "active" | "expired" | "grace";
+
+/** A key's state at `now` (ms): expired once its expiry or its grace period has passed. */
+export function keyState(key: ApiKeyInfo, now: number): KeyState {
+  if (Math.min(untilOf(key.expiresAt), untilOf(key.graceUntil)) <= now) return "expired";
+  return key.graceUntil ? "grace" : "active";
 }
 
-export const LIST_COLUMNS: readonly Column[] = [
-  { header: "NAME", cell: (k) => k.name, min: 6, soft: 12 },
-  // Ids are copied, so the id is cut only once the other columns are down to a readable width.
-  { header: "ID", cell: (k) => k.id, min: 8, soft: Infinity },
-  { header: "ROLES", cell: (k) => k.roles.join(",") || "-", field: (k) => k.roles.join(","), min: 4, soft: 6 },
-  {
-    header: "PERMISSIONS",
-    cell: (k) => permissionPairs(k.permissions).join(",") || "-",
-    field: (k) => permissionPairs(k.permissions).join(","),
-    min: 4,
-    soft: 12,
-  },
-  { header: "CREATED", cell: (k) => shortTime(k.createdAt), field: (k) => k.createdAt },
-  { header: "DESCRIPTION", cell: (k) => k.description ?? "", min: 4, soft: 12 },
-];
+/** The EXPIRES cell: "never", the time, "expired", or for a replaced key the end of its grace period. */
+export function expiryCell(key: ApiKeyInfo, now: number): string {
+  const state = keyState(key, now);
+  if (state === "expired") return "expired";
+  if (state === "grace") {
+    const ends = untilOf(key.expiresAt) < untilOf(key.graceUntil) ? key.expiresAt! : key.graceUntil!;
+    return `${shortTime(ends)} (grace)`;
+  }
+  return key.expiresAt ? shortTime(key.expiresAt) : "never";
+}
 
-const GAP = 2;
+/** The table on a terminal, at the instant `now`. */
+export function listColumns(now: number): Column<ApiKeyInfo>[] {
+  return [
+    { header: "NAME", cell: (k) => k.name, min: 6, soft: 12 },
+    // Ids are copied, so the id is cut only once the other columns are down to a readable width.
+    { header: "ID", cell: (k) => k.id, min: 8, last: true },
+    { header: "ROLES", cell: (k) => k.roles.join(",") || "-", min: 4, soft: 6 },
+    { header: "PERMISSIONS", cell: (k) => permissionPairs(k.permissions).join(",") || "-", min: 4, soft: 12, first: true },
+    // Left out at 80 columns when expiry and last use need the room: --json and the pipe keep it.
+    { header: "CREATED", cell: (k) => shortTime(k.createdAt), dropOrder: 1 },
+    { header: "EXPIRES", cell: (k) => expiryCell(k, now) },
+    { header: "LAST USED", cell: (k) => (k.lastUsedAt ? shortTime(k.lastUsedAt) : "never") },
+    { header: "DESCRIPTION", cell: (k) => k.description ?? "", min: 4, soft: 12, first: true },
+  ];
+}
+
+/** The pipe format's fields, in their documented order (README "Listing keys"). */
+export function listFields(now: number): ((key: ApiKeyInfo) => string)[] {
+  return [
+    (k) => k.name,
+    (k) => k.id,
+    (k) => k.roles.join(","),
+    (k) => permissionPairs(k.permissions).join(","),
+    (k) => k.createdAt,
+    (k) => k.description ?? "",
+    (k) => k.expiresAt ?? "",
+    (k) => k.lastUsedAt ?? "",
+    (k) => k.graceUntil ?? "",
+    (k) => keyState(k, now),
+  ];
+}
 
 /** How the list is shown: a table `columns` wide on a terminal, tab-separated lines otherwise. */
 export interface ListView {
   tty: boolean;
   columns: number;
+  /** The instant keys are judged expired at (ms); defaults to now. */
+  now?: number;
 }
 
 /** stdout's view: the table on a terminal, `COLUMNS` overriding the width the terminal reports. */
@@ -53,42 +78,12 @@ export function stdoutView(env: Record<string, string | undefined> = globalThis.
   return { tty: Boolean(out?.isTTY), columns };
 }
 
-/**
- * Cuts columns until the row fits: always the widest one that may still shrink (in practice the
- * description, then the permissions), one column at a time; first down to their `soft` widths, then
- * (the id included) down to their `min`.
- */
-function fit(widths: number[], columns: number): number[] {
-  let over = widths.reduce((a, b) => a + b, 0) + GAP * (widths.length - 1) - columns;
-  for (const floor of [(c: Column) => c.soft ?? c.min, (c: Column) => c.min]) {
-    while (over > 0) {
-      let widest = -1;
-      LIST_COLUMNS.forEach((col, i) => {
-        const least = floor(col);
-        if (least !== undefined && widths[i] > least && (widest < 0 || widths[i] > widths[widest])) widest = i;
-      });
-      if (widest < 0) break;
-      widths[widest] -= 1;
-      over -= 1;
-    }
-  }
-  return widths; // still too wide only below about 60 columns: the terminal wraps
-}
-
 /** The aligned table, every row at most `columns` wide (as long as the uncut columns fit). */
-export function listTable(keys: ApiKeyInfo[], columns: number): string {
-  const rows = [LIST_COLUMNS.map((col) => col.header), ...keys.map((key) => LIST_COLUMNS.map((col) => col.cell(key)))];
-  const widths = fit(LIST_COLUMNS.map((_, i) => Math.max(...rows.map((row) => displayWidth(row[i])))), columns);
-  return rows
-    .map((row) => row.map((cell, i) => padEnd(truncate(cell, widths[i]), widths[i])).join(" ".repeat(GAP)).trimEnd())
-    .join("\n") + "\n";
+export function listTable(keys: ApiKeyInfo[], columns: number, now = Date.now()): string {
+  return renderTable(listColumns(now), keys, columns);
 }
-
-/** A field on a pipe: backslash, tab, newline and carriage return escaped as \\ \t \n \r. */
-const escapeField = (text: string) =>
-  text.replace(/[\\\t\n\r]/g, (c) => ({ "\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r" })[c]!);
 
 /** One line per key, fields separated by a tab, no header: see README "Listing keys". */
-export function listLines(keys: ApiKeyInfo[]): string {
-  return keys.map((key) => LIST_COLUMNS.map((col) => escapeField((col.field ?? col.cell)(key))).join("\t") + "\n").join("");
+export function listLines(keys: ApiKeyInfo[], now = Date.now()): string {
+  return renderLines(listFields(now), keys);
 }

@@ -23,7 +23,8 @@ import {
 } from "../core/input.ts";
 import { ACTIONS, type ApiKeyInfo, type Permission, RESOURCES, type Role, ROLE_DESCRIPTIONS, ROLES } from "../core/model.ts";
 import type { KeyBackend, KeyStore } from "../store/key-store.ts";
-import { shortTime } from "./list.ts";
+import { keyState, shortTime } from "./list.ts";
+import { lifecycleValues } from "./lifecycle.ts";
 import { displayWidth, padEnd } from "./width.ts";
 
 export type { PromptFn };
@@ -161,6 +162,7 @@ export async function interactiveCreate(
   const description = flags.description !== undefined ? parseInput(DescriptionSchema, flags.description) : undefined;
   if (flags.roles !== undefined) parseInput(RolesSchema, flags.roles);
   if (flags.permissions !== undefined) parseInput(PermissionsSchema, flags.permissions);
+  lifecycleValues(flags, Date.now());
 
   const { name, replace } = await askName(ask, flags, store);
   const finalDescription = flags.description !== undefined
@@ -168,12 +170,16 @@ export async function interactiveCreate(
     : await askValid(ask, DescriptionSchema, "Description (optional, enter to skip):");
   const { roles, permissions } = await askAccess(ask, flags);
 
-  const created = await store.create(
-    { name, description: finalDescription, roles, permissions },
-    { overwrite: replace || Boolean(flags.overwrite) },
-  );
+  // --expires-in counts from the answer to the last question, not from the first.
+  const { expiresAt, graceMs } = lifecycleValues(flags, Date.now());
   const overwrite = replace || Boolean(flags.overwrite);
-  return { ...formatCreated(created, Boolean(flags.json), replace), created: { id: created.id, name: created.name, overwrite } };
+  const graceFrom = replace && graceMs ? Date.now() : undefined;
+  const created = await store.create(
+    { name, description: finalDescription, roles, permissions, ...(expiresAt ? { expiresAt } : {}) },
+    { overwrite, ...(graceFrom !== undefined ? { graceMs } : {}) },
+  );
+  const graceUntil = graceFrom !== undefined ? new Date(graceFrom + graceMs!).toISOString() : undefined;
+  return { ...formatCreated(created, Boolean(flags.json), replace, graceUntil), created: { id: created.id, name: created.name, overwrite } };
 }
 
 
@@ -182,10 +188,13 @@ export async function interactiveCreate(
  * prompt cuts at the terminal's edge. A description cut off is also the choice's hint, which the
  * prompt shows whole on a line of its own below the list while that key is highlighted.
  */
-function keyChoices(keys: ApiKeyInfo[], columns: number): Choice[] {
+function keyChoices(keys: ApiKeyInfo[], columns: number, now = Date.now()): Choice[] {
   const nameWidth = Math.max(...keys.map((key) => displayWidth(key.name)));
   return keys.map((key): Choice => {
-    const label = `${padEnd(key.name, nameWidth)}  ${key.id}  ${shortTime(key.createdAt)}`;
+    const state = keyState(key, now);
+    // Marked as on the list: an expired key (working no more) and a replaced one in its grace period.
+    const mark = state === "expired" ? "  (expired)" : state === "grace" ? `  (grace until ${shortTime(key.graceUntil!)})` : "";
+    const label = `${padEnd(key.name, nameWidth)}  ${key.id}  ${shortTime(key.createdAt)}${mark}`;
     const description = key.description ?? "";
     if (description === "") return { value: key.id, label };
     // The prompt draws "│  > [ ] " (9 columns at most) before the label and keeps the last column free.

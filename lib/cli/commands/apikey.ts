@@ -7,12 +7,14 @@ import {
   formatCreated,
   formatDeleted,
   formatList,
+  createdJson,
   formatNothingDeleted,
   NO_KEYS_MESSAGE,
   notFoundMessage,
   type Output,
 } from "../format.ts";
 import { formatEnv, formatExisting, formatNothingToDelete, formatUpdated } from "../format-scripts.ts";
+import { deleteExpired, lifecycleValues, type LifecycleValues, showAudit } from "../lifecycle.ts";
 import {
   DescriptionSchema,
   LookupNameSchema,
@@ -66,10 +68,14 @@ function missing(what: string, flags: string, context: TerminalState): ServiceEr
 export async function runApikey(flags: ApikeyFlags, store: CliBackend, context: ApikeyContext): Promise<Output> {
   const mode = chooseMode(flags);
   const asJson = Boolean(flags.json) || flags.format === "json";
+  const values = lifecycleValues(flags, Date.now());
 
   if (mode === "list") return { ...formatList(await store.list(), asJson), readerMayLeave: true };
-  if (mode === "create") return await create(flags, store, context, asJson);
-  if (mode === "update") return await update(flags, store, asJson);
+  if (mode === "audit") return await showAudit(store, values, asJson);
+  if (mode === "create") return await create(flags, values, store, context, asJson);
+  if (mode === "update") return await update(flags, values, store, asJson);
+
+  if (flags.expired) return await deleteExpired(store, asJson);
 
   if (flags.id !== undefined) {
     const deleted = await store.deleteById(flags.id);
@@ -98,7 +104,7 @@ function nothingToDelete(message: string, code: "NOT_FOUND" | "NO_KEYS", flags: 
   return { notice: message, exitCode: 1 };
 }
 
-async function create(flags: ApikeyFlags, store: CliBackend, context: ApikeyContext, asJson: boolean): Promise<Output> {
+async function create(flags: ApikeyFlags, values: LifecycleValues, store: CliBackend, context: ApikeyContext, asJson: boolean): Promise<Output> {
   const env = flags.format === "env";
   if (flags.output !== undefined) checkOutputTarget(flags.output, Boolean(flags.force));
   if (flags.name === undefined) {
@@ -108,32 +114,42 @@ async function create(flags: ApikeyFlags, store: CliBackend, context: ApikeyCont
     const { interactiveCreate } = await import("../prompts.ts");
     return interactiveCreate(flags, store);
   }
-  const input = parseCreateInput(flags);
+  const input = { ...parseCreateInput(flags), ...(values.expiresAt ? { expiresAt: values.expiresAt } : {}) };
   const overwrite = Boolean(flags.overwrite);
+  const { graceMs } = values;
+  // With --grace, whether there is a key to keep working, and from when its period runs (the store starts
+  // it a moment later, so the old secret works at least until the time the summary gives).
+  const graceFrom = graceMs && (await store.getByName(input.name)) ? Date.now() : undefined;
   let created;
   try {
-    created = await store.create(input, { overwrite });
+    created = await store.create(input, { overwrite, ...(graceMs ? { graceMs } : {}) });
   } catch (error) {
     // Taken, also by a create that won a race with ours: idempotent success, nothing created.
     const existing = flags.ifNotExists && isServiceError(error) && error.code === "NAME_TAKEN" ? await store.getByName(input.name) : null;
     if (!existing) throw error;
     return formatExisting(existing, asJson, env);
   }
-  const output = env ? formatEnv(created, overwrite) : formatCreated(created, asJson, overwrite);
+  const graceUntil = graceFrom === undefined ? undefined : new Date(graceFrom + graceMs!).toISOString();
+  const output = env ? formatEnv(created, overwrite, graceUntil) : formatCreated(created, asJson, overwrite, graceUntil);
   // With --if-not-exists a script reads `.created`; a plain create keeps the specified shape exactly.
-  if (flags.ifNotExists && asJson) output.stdout = JSON.stringify({ key: created.key, name: created.name, id: created.id, created: true }) + "\n";
+  if (flags.ifNotExists && asJson) output.stdout = JSON.stringify({ ...createdJson(created), created: true }) + "\n";
   return { ...output, created: { id: created.id, name: created.name, overwrite } };
 }
 
-async function update(flags: ApikeyFlags, store: CliBackend, asJson: boolean): Promise<Output> {
+async function update(flags: ApikeyFlags, values: LifecycleValues, store: CliBackend, asJson: boolean): Promise<Output> {
   if (flags.name === undefined && flags.id === undefined) throw new ServiceError("USAGE", "--update needs --name <name> or --id <id> to choose the key");
   const patch: Parameters<CliBackend["update"]>[1] = {};
   if (flags.rename !== undefined) patch.name = parseInput(NameSchema, flags.rename);
   if (flags.description !== undefined) patch.description = parseInput(DescriptionSchema, flags.description) ?? "";
   if (flags.roles !== undefined) patch.roles = parseInput(RolesSchema, flags.roles);
   if (flags.permissions !== undefined) patch.permissions = parseInput(PermissionsSchema, flags.permissions);
+  if (values.expiresAt) patch.expiresAt = values.expiresAt;
+  if (values.clearExpiry) patch.expiresAt = null;
   if (Object.keys(patch).length === 0) {
-    throw new ServiceError("USAGE", "--update needs something to change: --roles, --permissions, --description or --rename");
+    throw new ServiceError(
+      "USAGE",
+      "--update needs something to change: --roles, --permissions, --description, --rename, --expires-in, --expires-at or --no-expiry",
+    );
   }
   const before = flags.id !== undefined
     ? await (store.get ? store.get(flags.id) : (async () => (await store.list()).find((key) => key.id === flags.id) ?? null)())
@@ -152,7 +168,8 @@ async function update(flags: ApikeyFlags, store: CliBackend, asJson: boolean): P
 export async function run(flags: ApikeyCommandFlags, io: CommandIO): Promise<Output> {
   const context: ApikeyContext = io.interactive === undefined ? terminal : { interactive: io.interactive };
   if (flags.url && flags.store) throw new ServiceError("USAGE", "Use --url or --store, not both");
-  chooseMode(flags); // bad usage is reported before any store is opened
+  chooseMode(flags); // bad usage and bad values are reported before any store is opened
+  lifecycleValues(flags, Date.now());
   const file = flags.output !== undefined ? { path: flags.output, force: Boolean(flags.force) } : undefined;
   const go = async (store: CliBackend) => await deliver(await runApikey(flags, store, context), store, io.write, file);
   if (io.store) return await go(io.store);
@@ -182,27 +199,36 @@ async function terminal(): Promise<TerminalState> {
 
 /** `service-api apikey`: flags, help text and `run`. */
 export const command: CommandDef<ApikeyCommandFlags> = {
-  description: "Create, delete, update or list API keys",
+  description: "Create, delete, update or list API keys, and read their audit trail",
   usage: [
-    "service-api apikey --create --name <name> [-r <roles>] [-p <perms>] [-d <text>] [--overwrite | --if-not-exists] [--json | --format env] [--output <file> [--force]]",
-    "service-api apikey --delete [--name <name> | --id <id>] [--if-exists] [--json]",
-    "service-api apikey --update (--name <name> | --id <id>) [-r <roles>] [-p <perms>] [-d <text>] [--rename <name>] [--json]",
+    "service-api apikey --create --name <name> [-r <roles>] [-p <perms>] [-d <text>] [--expires-in <dur> | --expires-at <time>] [--overwrite [--grace <dur>] | --if-not-exists] [--json | --format env] [--output <file> [--force]]",
+    "service-api apikey --delete [--name <name> | --id <id> | --expired] [--if-exists] [--json]",
+    "service-api apikey --update (--name <name> | --id <id>) [-r <roles>] [-p <perms>] [-d <text>] [--rename <name>] [--expires-in <dur> | --expires-at <time> | --no-expiry] [--json]",
     "service-api apikey --list [--json]",
+    "service-api apikey --audit [--since <dur|time>] [--limit <n>] [--json]",
   ],
   options: [
     { flag: "--create", help: "Create a key" },
-    { flag: "--delete", help: "Delete a key (interactive without --name or --id)" },
-    { flag: "--update", help: "Change a key's roles, permissions, description or name; its secret stays" },
-    { flag: "--list", help: "List keys (never their secrets)" },
+    { flag: "--delete", help: "Delete a key (interactive without --name, --id or --expired)" },
+    { flag: "--update", help: "Change a key's roles, permissions, description, name or expiry; its secret stays" },
+    { flag: "--list", help: "List keys (never their secrets), with their expiry and last use" },
+    { flag: "--audit", help: "Print the audit trail: who created, replaced, updated or deleted which key, oldest first" },
     { flag: "--name <name>", help: "Key name: letters, digits and spaces" },
     { flag: "--id <id>", help: "Key id, instead of --name (delete, update)" },
     { flag: "-d, --description <desc>", help: "Free-text description (update: replaces it; \"\" removes it)" },
     { flag: "-r, --roles <roles>", help: "Comma-separated roles: ADMIN, CONNECT, VIEWER, GUEST (update: replaces them)" },
     { flag: "-p, --permissions <perms>", help: "Comma-separated RESOURCE:ACTION pairs, e.g. DOCKER:READ_ANY (update: replaces them)" },
     { flag: "--rename <name>", help: "update: the key's new name" },
+    { flag: "--expires-in <duration>", help: "create, update: the key stops working after this long: 45s, 30m, 12h, 7d, 90d" },
+    { flag: "--expires-at <time>", help: "create, update: the key stops working at this ISO 8601 time, e.g. 2026-12-31T18:00:00Z" },
+    { flag: "--no-expiry", help: "update: the key never expires" },
     { flag: "--overwrite", help: "Replace an existing key of the same name (new id and secret)" },
+    { flag: "--grace <duration>", help: "with --overwrite: the replaced secret keeps working this long (at most 24h)" },
     { flag: "--if-not-exists", help: "create: exit 0 and create nothing when the name is taken" },
     { flag: "--if-exists", help: "delete: exit 0 when there is nothing to delete" },
+    { flag: "--expired", help: "delete: every key whose expiry or grace period has passed (exit 0 when none)" },
+    { flag: "--since <dur|time>", help: "audit: events since a duration ago (7d) or an ISO 8601 time" },
+    { flag: "--limit <n>", help: "audit: only the latest n events" },
     { flag: "--output <file>", help: "create: write the secret (or the JSON) to a new file, mode 0600, instead of stdout" },
     { flag: "--force", help: "with --output: replace an existing file (atomically)" },
     { flag: "--format <fmt>", help: "create: text (default), json (as --json) or env (SERVICE_API_KEY=... lines)" },
@@ -212,8 +238,12 @@ export const command: CommandDef<ApikeyCommandFlags> = {
   examples: [
     "service-api apikey --create --name \"deploy key\" -r ADMIN --json",
     "service-api apikey --create --name ci -r VIEWER --if-not-exists --output ci.key",
+    "service-api apikey --create --name \"ci deploy\" -r ADMIN --expires-in 1h --json",
+    "service-api apikey --create --name ci -r VIEWER --overwrite --grace 10m",
     "service-api apikey --update --name ci -p DOCKER:READ_ANY",
     "service-api apikey --delete --name \"deploy key\" --if-exists",
+    "service-api apikey --delete --expired --json",
+    "service-api apikey --audit --since 7d",
   ],
   run,
 };

@@ -1,0 +1,60 @@
+/**
+ * `apikey --audit` as text or JSON: the store's events, oldest first. On a terminal an aligned table
+ * fitted to its width, on a pipe one tab-separated line per event (README "Reading the audit trail"),
+ * in JSON `{"events":[{"at","action","id","name","actor"}]}` with `changed` / `replaced` when present.
+ */
+import type { AuditEvent } from "../core/model.ts";
+import { describeActor } from "../store/audit.ts";
+import type { Output } from "./format.ts";
+import type { ListView } from "./list.ts";
+import { type Column, renderLines, renderTable } from "./table.ts";
+
+/** "2026-11-22T21:08:09.123Z" -> "2026-11-22 21:08:09" (UTC): events a second apart stay apart. */
+const eventTime = (iso: string) => iso.replace("T", " ").slice(0, 19);
+
+/** What else an event says, for the table: the fields an update changed, or (the start of) the id an overwrite replaced. */
+const detail = (event: AuditEvent) =>
+  event.changed?.length ? event.changed.join(",") : event.replaced ? `replaced ${event.replaced.slice(0, 8)}` : "";
+
+/** The actor in the table: `alice@build-7`, or `key 'deploy'` (the pipe and --json also give that key's id). */
+const actorCell = (event: AuditEvent) => (event.actor.kind === "key" ? `key '${event.actor.name}'` : describeActor(event.actor));
+
+const COLUMNS: readonly Column<AuditEvent>[] = [
+  { header: "TIME (UTC)", cell: (e) => eventTime(e.at) },
+  { header: "ACTION", cell: (e) => e.action },
+  { header: "NAME", cell: (e) => e.name, min: 6, soft: 12 },
+  { header: "ID", cell: (e) => e.id, min: 8, last: true },
+  { header: "ACTOR", cell: actorCell, min: 8, soft: 16 },
+  { header: "DETAIL", cell: detail, min: 4, soft: 12, first: true },
+];
+
+/** The pipe format's fields, in their documented order. */
+const FIELDS: readonly ((e: AuditEvent) => string)[] = [
+  (e) => e.at,
+  (e) => e.action,
+  (e) => e.id,
+  (e) => e.name,
+  (e) => describeActor(e.actor),
+  (e) => e.changed?.join(",") ?? "",
+  (e) => e.replaced ?? "",
+];
+
+/** The events as the store gives them, in the specified JSON shape (field order fixed, extras only when present). */
+function eventJson(e: AuditEvent) {
+  return {
+    at: e.at,
+    action: e.action,
+    id: e.id,
+    name: e.name,
+    actor: e.actor,
+    ...(e.changed ? { changed: e.changed } : {}),
+    ...(e.replaced ? { replaced: e.replaced } : {}),
+  };
+}
+
+/** `--audit`: JSON, the table on a terminal, or lines on a pipe; no events: a line on stderr, exit 0. */
+export function formatAudit(events: AuditEvent[], asJson: boolean, view: ListView): Output {
+  if (asJson) return { stdout: JSON.stringify({ events: events.map(eventJson) }) + "\n", exitCode: 0, readerMayLeave: true };
+  if (events.length === 0) return { notice: "No audit events", exitCode: 0 };
+  return { stdout: view.tty ? renderTable(COLUMNS, events, view.columns) : renderLines(FIELDS, events), exitCode: 0, readerMayLeave: true };
+}
