@@ -34,7 +34,7 @@ export function createMemoryAuditLog(capacity = MEMORY_EVENTS): AuditLog {
       events.push(structuredClone(event));
       if (events.length > capacity) events.splice(0, events.length - capacity);
     },
-    read: async (query = {}) => selectEvents(events, query),
+    read: async (query = {}) => selectEvents(byTime([...events]), query), // by time, like the logs of several writers
   };
 }
 
