@@ -1,7 +1,7 @@
 // Revocation where the file system makes it hard: one-second timestamps (ext4 with 128-byte inodes, where
 // a freed inode number comes back at once) and a full disk. Both need root for the mounts; CI runs as root.
 import { execFileSync } from "node:child_process";
-import { mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openKeyStore, parseStoreSpec } from "../lib/store/config.ts";
@@ -57,6 +57,20 @@ function fill(dir: string): void {
 function temporaries(dir: string): string[] {
   return readdirSync(dir, { recursive: true, encoding: "utf8" }).filter((f) => f.endsWith(".tmp"));
 }
+
+/**
+ * Pads the audit log with blank lines (which readers skip) to a multiple of 4 KiB, so that its last block is
+ * full: on a full disk the next event then needs a new block, the case the log's reserve is for.
+ */
+function fillLastBlock(store: string): void {
+  const log = join(store, "audit", "audit.log");
+  const size = statSync(log).size;
+  appendFileSync(log, "\n".repeat((4096 - (size % 4096)) % 4096));
+}
+
+/** How many delete events the audit trail holds for key `id`. */
+const deleteEvents = async (store: KeyStore, id: string) =>
+  (await store.audit()).filter((e) => e.action === "delete" && e.id === id).length;
 
 const created = async (store: string, name: string) => {
   const run = await runCli(["apikey", "--create", "--name", name, "--roles", "GUEST", "--json", "--store", store]);
@@ -115,8 +129,13 @@ describe.skipIf(!isRoot)(`revocation on a full disk [${NOT_ROOT}]`, () => {
         const kept = await created(store, "kept");
         const twins = await Promise.all([0, 1, 2, 3].map((i) => created(store, `twin ${i}`)));
         expect((await server.verify(doomed.key))?.id).toBe(doomed.id);
+        expect(statSync(join(store, "audit", "reserve")).size).toBe(64 * 1024); // made with the first event
+        fillLastBlock(store); // so that the next event needs a new block
         fill(disk);
         await deleted(store, "leaked");
+        // The delete's event went first (write-ahead), into the room the audit log keeps in reserve.
+        expect(await deleteEvents(server, doomed.id)).toBeGreaterThan(0);
+        expect(existsSync(join(store, "audit", "reserve"))).toBe(false);
         // Concurrent deletes of the same keys on the full disk (by name and by id): each key is deleted once.
         const other = await openKeyStore(parseStoreSpec(store));
         const results = await Promise.all(twins.flatMap((twin, i) => [
@@ -127,6 +146,7 @@ describe.skipIf(!isRoot)(`revocation on a full disk [${NOT_ROOT}]`, () => {
         await other.close();
         expect(results.filter(Boolean).map((k) => k!.id).sort()).toEqual(twins.map((t) => t.id).sort());
         for (const twin of twins) expect(await server.verify(twin.key)).toBeNull();
+        for (const twin of twins) expect(await deleteEvents(server, twin.id)).toBeGreaterThan(0);
         fill(disk);
         expect(await server.verify(doomed.key)).toBeNull();
         expect((await server.verify(kept.key))?.id).toBe(kept.id);
@@ -149,9 +169,15 @@ describe.skipIf(!isRoot)(`revocation on a full disk [${NOT_ROOT}]`, () => {
         expect(temporaries(store)).toEqual([]);
         expect(readdirSync(join(store, "keys"))).toEqual([kept.id]);
         expect((await server.list()).map((k) => k.name)).toEqual(["kept"]);
+        // Neither failed change left an event: both failed writing the new key, before their event.
+        expect((await server.audit()).filter((e) => e.name === "no room" || (e.name === "kept" && e.action !== "create"))).toEqual([]);
         // The service's delete (by id, as GraphQL does it) works on the full disk as well.
+        refill();
         expect((await server.deleteById(kept.id))?.id).toBe(kept.id);
         expect(await server.verify(kept.key)).toBeNull();
+        expect(await deleteEvents(server, kept.id)).toBe(1);
+        // Every event whole, the trail still readable by the CLI's store.
+        expect((await server.audit()).every((e) => e.actor.kind === "local")).toBe(true);
         expect(temporaries(store)).toEqual([]);
       } finally {
         await server.close();
@@ -167,9 +193,11 @@ describe.skipIf(!isRoot)(`revocation on a full disk [${NOT_ROOT}]`, () => {
       const doomed = await created(store, "leaked");
       rmSync(join(store, "meta", "revision"), { force: true }); // as a store where nothing was ever revoked
       expect((await server.verify(doomed.key))?.id).toBe(doomed.id);
+      fillLastBlock(store);
       fill(disk);
       await deleted(store, "leaked");
       expect(await server.verify(doomed.key)).toBeNull();
+      expect(await deleteEvents(server, doomed.id)).toBe(1);
       expect(temporaries(store)).toEqual([]);
     } finally {
       await server.close();

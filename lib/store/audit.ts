@@ -7,7 +7,7 @@
  * whose change did not happen; the reverse cannot occur.
  */
 import { hostname, userInfo } from "node:os";
-import type { Actor, AuditEvent } from "../core/model.ts";
+import { type Actor, AUDIT_ACTIONS, type AuditEvent } from "../core/model.ts";
 
 export interface AuditQuery {
   /** Events at or after this instant (ms since the epoch). */
@@ -34,7 +34,7 @@ export function createMemoryAuditLog(capacity = MEMORY_EVENTS): AuditLog {
       events.push(structuredClone(event));
       if (events.length > capacity) events.splice(0, events.length - capacity);
     },
-    read: async (query = {}) => selectEvents(events, query),
+    read: async (query = {}) => selectEvents(byTime([...events]), query), // by time, like the logs of several writers
   };
 }
 
@@ -42,6 +42,43 @@ export function createMemoryAuditLog(capacity = MEMORY_EVENTS): AuditLog {
 export function selectEvents(events: readonly AuditEvent[], { since, limit }: AuditQuery = {}): AuditEvent[] {
   const from = since === undefined ? events : events.filter((e) => Date.parse(e.at) >= since);
   return limit === undefined ? [...from] : from.slice(Math.max(0, from.length - limit));
+}
+
+const isText = (value: unknown): value is string => typeof value === "string";
+
+/**
+ * The event `value` holds, with its fields in the stored order (`at` first) and nothing else; null when
+ * it is not a whole event (a torn line, a foreign entry). Logs that outlive the process check what they read.
+ */
+export function auditEventOf(value: unknown): AuditEvent | null {
+  if (typeof value !== "object" || value === null) return null;
+  const { at, action, id, name, actor, changed, replaced } = value as Record<string, unknown>;
+  if (!isText(at) || !Number.isFinite(Date.parse(at)) || !AUDIT_ACTIONS.includes(action as never) || !isText(id) || !isText(name)) return null;
+  if (typeof actor !== "object" || actor === null) return null;
+  const a = actor as Record<string, unknown>;
+  const who: Actor | null = a.kind === "local" && isText(a.user) && isText(a.host)
+    ? { kind: "local", user: a.user, host: a.host }
+    : a.kind === "key" && isText(a.id) && isText(a.name)
+    ? { kind: "key", id: a.id, name: a.name }
+    : null;
+  if (!who) return null;
+  if (changed !== undefined && !(Array.isArray(changed) && changed.every(isText))) return null;
+  if (replaced !== undefined && !isText(replaced)) return null;
+  return {
+    at,
+    action: action as AuditEvent["action"],
+    id,
+    name,
+    actor: who,
+    ...(changed ? { changed: [...(changed as string[])] } : {}),
+    ...(replaced !== undefined ? { replaced } : {}),
+  };
+}
+
+/** Events oldest first by their time, in log order among equal times (writers on several hosts or processes may append out of step). */
+export function byTime(events: AuditEvent[]): AuditEvent[] {
+  const times = new Map(events.map((e) => [e, Date.parse(e.at)]));
+  return events.sort((a, b) => times.get(a)! - times.get(b)!);
 }
 
 let local: Actor | undefined;

@@ -82,11 +82,11 @@ export async function openKeyStore(
   if (spec.kind === "fs") {
     const driver = fsDriver({ base: spec.dir, blocking: options.oneShot });
     driver.check(); // a bad, foreign or loose directory is reported before any work, and a server never starts on one
-    return createKeyStore({ storage: createStorage({ driver }), atomic: driver.atomic, debug });
+    return createKeyStore({ storage: createStorage({ driver }), atomic: driver.atomic, audit: driver.audit, debug });
   }
   const { openRedisBackend } = await import("./drivers/redis.ts");
   const backend = await openRedisBackend(spec.url);
-  return createKeyStore({ ...backend, debug });
+  return createKeyStore({ ...backend, debug }); // its audit trail included
 }
 
 export { bindThenSettleAsOwner } from "./drivers/_fs-owner.ts";

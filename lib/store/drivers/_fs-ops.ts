@@ -19,6 +19,12 @@ export interface FileOps {
   opendir(path: string): Promise<fs.Dir>;
   /** The whole file as text, opened with these (numeric) flags. */
   readText(path: string, flags: number): Promise<string>;
+  /** One write(2) of `data` at the file's position (the end, under O_APPEND); resolves with the bytes written. */
+  write(fd: number, data: Uint8Array): Promise<number>;
+  fstat(fd: number): Promise<fs.Stats>;
+  lstat(path: string): Promise<fs.Stats>;
+  /** The rest of an open file as text. */
+  readFd(fd: number): Promise<string>;
 }
 
 const openAsync = promisify(fs.open);
@@ -61,6 +67,11 @@ export const threadPoolOps: FileOps = {
       await closeAsync(fd);
     }
   },
+  write: (fd, data) =>
+    new Promise((done, fail) => fs.write(fd, data, 0, data.length, null, (error, written) => (error ? fail(error) : done(written)))),
+  fstat: promisify(fs.fstat),
+  lstat: promisify(fs.lstat),
+  readFd: readAll,
 };
 
 /**
@@ -80,5 +91,9 @@ export const blockingOps: FileOps = {
   readdir: async (path, options) => fs.readdirSync(path, options),
   opendir: async (path) => fs.opendirSync(path),
   readText: async (path, flags) => fs.readFileSync(path, { encoding: "utf8", flag: flags as unknown as string }),
+  write: async (fd, data) => fs.writeSync(fd, data, 0, data.length, null),
+  fstat: async (fd) => fs.fstatSync(fd),
+  lstat: async (path) => fs.lstatSync(path),
+  readFd: async (fd) => fs.readFileSync(fd, "utf8"),
 };
 

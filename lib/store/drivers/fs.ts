@@ -4,8 +4,8 @@
  * value or the new one, never half of one), files are mode 0600 in 0700 directories, and the
  * atomic index operations use link(2) and rename(2), which the file system performs atomically even
  * between processes, and a per-entry lock file for the read-then-change ones (swap, take, takeIf).
- * The one exception to write-and-rename is the revision token (`bump`), rewritten in place so that a
- * revocation needs no free space. unstorage's own fs drivers write in place, which is why this one exists.
+ * The exceptions to write-and-rename are the revision token (`bump`), rewritten in place so that a
+ * revocation needs no free space, and the audit log (`_fs-audit.ts`), appended to. unstorage's own fs drivers write in place, which is why this one exists.
  * Which directories it trusts, and whose they are, is decided in `_fs-trust.ts`.
  */
 import { randomUUID } from "node:crypto";
@@ -13,6 +13,8 @@ import * as fs from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { defineDriver, type Driver } from "unstorage";
 import type { AtomicIndex } from "../atomic.ts";
+import type { AuditLog } from "../audit.ts";
+import { createFsAuditLog, type FsAuditOptions } from "./_fs-audit.ts";
 import { blockingOps, threadPoolOps } from "./_fs-ops.ts";
 import { createRevisionFiles } from "./_fs-revision.ts";
 import { createStoreTrust, plantedLink, READ_FLAGS } from "./_fs-trust.ts";
@@ -39,6 +41,8 @@ export interface FsDriverOptions {
    * change and exits, like the CLI; a server should leave it off so that a slow disk never stalls it.
    */
   blocking?: boolean;
+  /** The audit log's rotation and reserve sizes (see `_fs-audit.ts`); the defaults suit every store. */
+  audit?: FsAuditOptions;
 }
 
 /** True when a process with this pid exists on this host. */
@@ -66,6 +70,8 @@ export type FsDriver = Driver & {
   atomic: AtomicIndex;
   /** Checks the store's directory now (when it exists), so that a bad one is reported before any work. */
   check(): void;
+  /** The store's audit trail, `audit/audit.log` and its rotated files (for `createKeyStore({ audit })`). */
+  audit: AuditLog;
 };
 
 export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((options: FsDriverOptions) => {
@@ -310,6 +316,7 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
     name: "service-api-fs",
     options,
     atomic,
+    audit: createFsAuditLog({ dir: join(base, "audit"), trust, files, durable }, options.audit),
     check: () => void trust.directory(base, false),
     hasItem: async (key) => (await read(pathOf(key))) !== null,
     getItem: (key) => read(pathOf(key)),

@@ -14,6 +14,10 @@
  *
  * Each of claim/swap/take updates its entry and that member set in one MULTI transaction.
  *
+ * The audit trail is a capped stream, `<prefix>:audit` (`XADD ... MAXLEN ~ <cap>`, 100,000 events by
+ * default; Redis trims the oldest). Entry ids follow the events' own times (a Lua script adds each at
+ * `max(its time, the last id)`), so `since` is one `XRANGE` from `<since>-0`, whatever the server's clock.
+ *
  * Redis going away must never hang a command or let a server answer from stale state: the
  * connection is opened eagerly with a deadline, commands are never queued while disconnected, a
  * command in flight when the connection drops fails at once, and every command has a timeout. The
@@ -24,6 +28,8 @@ import { createStorage, type Driver, type Storage } from "unstorage";
 import redisDriver from "unstorage/drivers/redis";
 import { isServiceError, ServiceError } from "../../core/errors.ts";
 import type { AtomicIndex } from "../atomic.ts";
+import { type AuditLog, auditEventOf, byTime, selectEvents } from "../audit.ts";
+import type { AuditEvent } from "../../core/model.ts";
 import { checkReplies, guardReplies, isCount, isFlag, okOrNil, type Shape, storedOrNil } from "./_redis-desync.ts";
 import { redactRedisUrl, redisRedactor } from "./_redis-url.ts";
 
@@ -39,6 +45,31 @@ return 0`;
 const RELEASE = `if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) end return 0`;
 const LOCK_LEASE_MS = 5_000;
 
+/**
+ * Appends an event with an id at its own time (ARGV[1], ms), or just after the newest entry when that is
+ * later (ids must grow; writers' clocks differ), so XRANGE by time finds every event at or after it.
+ */
+const AUDIT_ADD = `local ms = tonumber(ARGV[1])
+local seq = 0
+local last = redis.call("XREVRANGE", KEYS[1], "+", "-", "COUNT", 1)[1]
+if last then
+  local lms, lseq = string.match(last[1], "^(%d+)-(%d+)$")
+  lms = tonumber(lms)
+  if ms <= lms then
+    ms = lms
+    seq = tonumber(lseq) + 1
+  end
+end
+return redis.call("XADD", KEYS[1], "MAXLEN", "~", ARGV[2], string.format("%.0f-%.0f", ms, seq), "event", ARGV[3])`;
+/** Entries read per XRANGE / XREVRANGE round trip. */
+const AUDIT_PAGE = 1_000;
+const STREAM_ID = /^\d+-\d+$/;
+/** An XRANGE reply: [id, [field, value, ...]] entries. */
+const isEntries: Shape = (v) =>
+  Array.isArray(v) &&
+  v.every((e) => Array.isArray(e) && e.length === 2 && typeof e[0] === "string" && STREAM_ID.test(e[0]) &&
+    Array.isArray(e[1]) && e[1].every((f: unknown) => typeof f === "string"));
+
 
 /** Prefix of every Redis key the store writes, unless the URL says `?prefix=<name>`. */
 const DEFAULT_REDIS_PREFIX = "service-api";
@@ -48,11 +79,15 @@ export interface RedisBackendOptions {
   connectTimeout?: number;
   /** Milliseconds after which a command that got no reply fails. */
   commandTimeout?: number;
+  /** Events the audit stream keeps, about (default 100,000; Redis trims the oldest in whole blocks). */
+  auditCap?: number;
 }
 
 export interface RedisBackend {
   storage: Storage;
   atomic: AtomicIndex;
+  /** The audit trail: a capped stream beside the keys. */
+  audit: AuditLog;
   dispose: () => Promise<void>;
 }
 
@@ -89,7 +124,7 @@ function splitPrefix(url: string): { url: string; prefix: string } {
  * const store = createKeyStore({ storage, atomic, dispose });
  */
 export async function openRedisBackend(url: string, options: RedisBackendOptions = {}): Promise<RedisBackend> {
-  const { connectTimeout = 3_000, commandTimeout = 5_000 } = options;
+  const { connectTimeout = 3_000, commandTimeout = 5_000, auditCap = 100_000 } = options;
   const where = redactRedisUrl(url);
   // Every message below goes through `scrub`: ioredis's own messages can carry pieces of a mistyped password.
   const scrub = redisRedactor(url);
@@ -241,9 +276,63 @@ export async function openRedisBackend(url: string, options: RedisBackendOptions
   }
   const storage = createStorage({ driver: guarded as unknown as Driver });
 
+  const stream = redisKey("audit");
+  /** The events of a page of entries; an entry that is not a whole event (written by something else) is skipped. */
+  const eventsOf = (entries: [string, string[]][]): AuditEvent[] =>
+    entries.flatMap(([, fields]) => {
+      const at = fields.indexOf("event");
+      if (at < 0 || at % 2) return [];
+      try {
+        const event = auditEventOf(JSON.parse(fields[at + 1]));
+        return event ? [event] : [];
+      } catch {
+        return [];
+      }
+    });
+  const range = async (reverse: boolean, from: string, to: string): Promise<[string, string[]][]> =>
+    shaped(
+      await (reverse ? client.xrevrange(stream, from, to, "COUNT", AUDIT_PAGE) : client.xrange(stream, from, to, "COUNT", AUDIT_PAGE)).catch(failure),
+      isEntries,
+    ) as [string, string[]][];
+  const audit: AuditLog = {
+    append: wrap(async (event) => {
+      const checked = auditEventOf(event);
+      if (!checked) throw new TypeError("Not an audit event");
+      const id = await client.eval(AUDIT_ADD, 1, stream, String(Date.parse(checked.at)), String(auditCap), JSON.stringify(checked));
+      shaped(id, (v) => typeof v === "string" && STREAM_ID.test(v));
+    }),
+    // Page by page from `since` (or the start); with a limit, from the newest back, only as far as needed.
+    read: wrap(async (query = {}) => {
+      const start = query.since === undefined ? "-" : `${Math.max(0, Math.ceil(query.since))}-0`;
+      const events: AuditEvent[] = [];
+      if (query.limit === undefined) {
+        for (let from = start; ;) {
+          const page = await range(false, from, "+");
+          events.push(...eventsOf(page));
+          if (page.length < AUDIT_PAGE) break;
+          from = `(${page[page.length - 1][0]}`;
+        }
+      } else {
+        // Ids are at or after each event's time, so a page may hold some before `since`: they do not count.
+        const wanted = (e: AuditEvent) => query.since === undefined || Date.parse(e.at) >= query.since;
+        let found = 0;
+        for (let to = "+"; found < query.limit; ) {
+          const page = await range(true, to, start);
+          const got = eventsOf(page);
+          events.unshift(...got.reverse());
+          found += got.filter(wanted).length;
+          if (page.length < AUDIT_PAGE) break;
+          to = `(${page[page.length - 1][0]}`;
+        }
+      }
+      return selectEvents(byTime(events), query);
+    }),
+  };
+
   return {
     storage,
     atomic,
+    audit,
     dispose: async () => {
       client.disconnect();
     },

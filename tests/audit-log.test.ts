@@ -1,0 +1,434 @@
+// The audit trail through the store contract, on memory, files (both ways of doing file I/O) and a real Redis:
+// every change appends exactly its event, with the right actor, never a secret or a hash; `audit({since, limit})`
+// means the same everywhere. Then what only the file log has to prove: torn and foreign lines, planted links,
+// rotation, and many processes appending at once.
+import { spawn } from "node:child_process";
+import { appendFileSync, lstatSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import Redis from "ioredis";
+import { createStorage } from "unstorage";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import type { Actor, AuditEvent, CreateKeyInput } from "../lib/core/model.ts";
+import { sha256Hex } from "../lib/core/secret.ts";
+import { type AuditLog, createMemoryAuditLog, localActor } from "../lib/store/audit.ts";
+import { fsDriver } from "../lib/store/drivers/fs.ts";
+import { openRedisBackend } from "../lib/store/drivers/redis.ts";
+import { createKeyStore, createLocalAtomicIndex, type KeyStore } from "../lib/store/key-store.ts";
+import { ROOT, tempDir } from "./helpers/cli.ts";
+import { type RedisServer, startRedis } from "./helpers/redis.ts";
+
+interface Opened {
+  now?: () => number;
+  actor?: Actor;
+}
+interface Backend {
+  /** A new store instance over this backend's data and audit trail. */
+  open(options?: Opened): Promise<KeyStore>;
+  /** The audit trail as stored: file contents, stream entries. */
+  rawAudit(): Promise<string>;
+  close(): Promise<void>;
+}
+
+let redis: RedisServer;
+let admin: Redis;
+let prefixes = 0;
+
+function fsBackend(blocking: boolean): Backend {
+  const { dir, cleanup } = tempDir("service-api-audit-");
+  const base = join(dir, "keys");
+  const stores: KeyStore[] = [];
+  return {
+    open: async (options = {}) => {
+      const driver = fsDriver({ base, blocking });
+      const store = createKeyStore({ storage: createStorage({ driver }), atomic: driver.atomic, audit: driver.audit, ...options });
+      stores.push(store);
+      return store;
+    },
+    rawAudit: async () =>
+      readdirSync(join(base, "audit")).filter((f) => f !== "reserve").map((f) => readFileSync(join(base, "audit", f), "utf8")).join("\n"),
+    close: async () => {
+      await Promise.all(stores.map((s) => s.close()));
+      cleanup();
+    },
+  };
+}
+
+const backends: Record<string, () => Promise<Backend>> = {
+  async memory() {
+    const storage = createStorage();
+    const atomic = createLocalAtomicIndex(storage);
+    const audit = createMemoryAuditLog();
+    return {
+      open: async (options = {}) => createKeyStore({ storage, atomic, audit, ...options }),
+      rawAudit: async () => JSON.stringify(await audit.read()),
+      close: () => storage.dispose(),
+    };
+  },
+  fs: async () => fsBackend(false),
+  "fs (blocking)": async () => fsBackend(true),
+  async redis() {
+    const prefix = `audit${++prefixes}`;
+    const stores: KeyStore[] = [];
+    return {
+      open: async (options = {}) => {
+        const backend = await openRedisBackend(`${redis.url}?prefix=${prefix}`);
+        const store = createKeyStore({ ...backend, ...options });
+        stores.push(store);
+        return store;
+      },
+      rawAudit: async () => JSON.stringify(await admin.xrange(`${prefix}:audit`, "-", "+")),
+      close: async () => {
+        await Promise.all(stores.map((s) => s.close()));
+      },
+    };
+  },
+};
+
+beforeAll(async () => {
+  redis = await startRedis();
+  admin = new Redis(redis.url, { lazyConnect: true });
+  await admin.connect();
+});
+afterAll(async () => {
+  admin?.disconnect();
+  await redis?.stop();
+});
+
+const input = (name: string, extra: Partial<CreateKeyInput> = {}): CreateKeyInput => ({ name, roles: ["VIEWER"], permissions: [], ...extra });
+const T0 = Date.parse("2030-01-01T00:00:00.000Z");
+const iso = (ms: number) => new Date(ms).toISOString();
+const ci: Actor = { kind: "key", id: "6f1d3a52-8d1e-4c51-9b1e-2f7a1c3e9d10", name: "ci admin" };
+const operator: Actor = { kind: "local", user: "ops", host: "bastion" };
+
+describe.each(Object.keys(backends))("audit trail contract on %s", (kind) => {
+  let backend: Backend;
+  let clock: number;
+  const now = () => clock;
+  beforeEach(async () => {
+    backend = await backends[kind]();
+    clock = T0;
+  });
+  afterEach(() => backend.close());
+
+  it("every change appends exactly its event, with the caller's actor, and failed or empty changes append none", async () => {
+    const store = await backend.open({ now });
+    const other = await backend.open({ now }); // another process reading the same trail
+    const local = localActor();
+    const expected: Partial<AuditEvent>[] = [];
+    const step = () => (clock += 1_000);
+    const expect1 = (action: AuditEvent["action"], id: string, name: string, actor: Actor, extra: Partial<AuditEvent> = {}) =>
+      expected.push({ at: iso(clock), action, id, name, actor, ...extra });
+
+    const a = await store.create(input("alpha"));
+    expect1("create", a.id, "alpha", local);
+    step();
+    await store.create(input("alpha")).catch(() => {}); // NAME_TAKEN: nothing changed, no event
+    const a2 = await store.create(input("alpha"), { overwrite: true, actor: ci });
+    expect1("overwrite", a2.id, "alpha", ci, { replaced: a.id });
+    step();
+    await store.update(a2.id, { description: "rotated", roles: ["ADMIN"] }, { actor: ci });
+    expect1("update", a2.id, "alpha", ci, { changed: ["description", "roles"] });
+    step();
+    await store.update(a2.id, { description: "rotated" }); // changes nothing: no event
+    await store.update(a2.id, { name: "alpha two" }, { actor: operator });
+    expect1("update", a2.id, "alpha two", operator, { changed: ["name"] });
+    step();
+    const b = await store.create(input("beta"));
+    expect1("create", b.id, "beta", local);
+    step();
+    await store.deleteByName("beta", { actor: operator });
+    expect1("delete", b.id, "beta", operator);
+    step();
+    expect(await store.deleteByName("beta")).toBeNull(); // nothing to delete: no event
+    const c = await store.create(input("gamma"));
+    expect1("create", c.id, "gamma", local);
+    step();
+    await store.deleteById(c.id, { actor: ci });
+    expect1("delete", c.id, "gamma", ci);
+    step();
+    expect(await store.deleteById(c.id)).toBeNull();
+    const e = await store.create(input("temporary", { expiresAt: iso(clock + 500) }));
+    expect1("create", e.id, "temporary", local);
+    step();
+    expect((await store.deleteExpired({ actor: operator })).map((k) => k.id)).toEqual([e.id]);
+    expect1("prune", e.id, "temporary", operator);
+    step();
+    expect(await store.deleteExpired()).toEqual([]);
+
+    // Grace: the overwrite that starts one, and a delete by name that ends both keys of the name.
+    const g1 = await store.create(input("rolling"));
+    expect1("create", g1.id, "rolling", local);
+    step();
+    const g2 = await store.create(input("rolling"), { overwrite: true, graceMs: 60_000 });
+    expect1("overwrite", g2.id, "rolling", local, { replaced: g1.id });
+    step();
+    await store.deleteByName("rolling");
+    expect1("delete", g2.id, "rolling", local);
+    expect1("delete", g1.id, "rolling", local);
+    step();
+    // A key in its grace period deleted by id.
+    const h1 = await store.create(input("graced"));
+    expect1("create", h1.id, "graced", local);
+    step();
+    const h2 = await store.create(input("graced"), { overwrite: true, graceMs: 60_000 });
+    expect1("overwrite", h2.id, "graced", local, { replaced: h1.id });
+    step();
+    await store.deleteById(h1.id);
+    expect1("delete", h1.id, "graced", local);
+    step();
+    // A grace period that ran out is pruned like an expiry.
+    await store.create(input("graced"), { overwrite: true, graceMs: 1_000 }).then((h3) => expect1("overwrite", h3.id, "graced", local, { replaced: h2.id }));
+    step();
+    step();
+    expect((await store.deleteExpired()).map((k) => k.id)).toEqual([h2.id]);
+    expect1("prune", h2.id, "graced", local);
+
+    expect(await other.audit()).toEqual(expected);
+    expect(await store.audit()).toEqual(expected);
+  });
+
+  it("the actor is the call's, else the store's, else the local user at this host", async () => {
+    const owned = await backend.open({ now, actor: operator });
+    const plain = await backend.open({ now });
+    await owned.create(input("store actor"));
+    clock += 1;
+    await owned.create(input("call actor"), { actor: ci });
+    clock += 1;
+    await plain.create(input("local actor"));
+    const actors = (await plain.audit()).map((e) => [e.name, e.actor]);
+    expect(actors).toEqual([["store actor", operator], ["call actor", ci], ["local actor", localActor()]]);
+    expect(localActor()).toEqual({ kind: "local", user: expect.any(String), host: expect.any(String) });
+  });
+
+  it("no event holds a secret or its SHA-256, whatever the change", async () => {
+    const store = await backend.open({ now });
+    const made = [
+      await store.create(input("one", { description: "first" })),
+      await store.create(input("two")),
+      await store.create(input("one"), { overwrite: true, graceMs: 10_000 }),
+    ];
+    await store.update(made[1].id, { name: "three", roles: ["ADMIN"] });
+    await store.deleteByName("one");
+    await store.deleteById(made[1].id);
+    const raw = await backend.rawAudit();
+    expect((await store.audit()).length).toBe(7);
+    for (const { key } of made) {
+      expect(raw).not.toContain(key);
+      expect(raw).not.toContain(key.slice("sapi_".length, -6));
+      expect(raw).not.toContain(sha256Hex(key));
+    }
+    expect(raw).not.toMatch(/"hash"|sapi_/);
+  });
+
+  it("audit({ since, limit }): events at or after `since`, the latest `limit` of them, oldest first", async () => {
+    const store = await backend.open({ now });
+    const times: number[] = [];
+    for (let i = 0; i < 10; i++) {
+      clock = T0 + i * 60_000;
+      times.push(clock);
+      await store.create(input(`key ${i}`));
+    }
+    const names = (events: AuditEvent[]) => events.map((e) => e.name);
+    expect(names(await store.audit())).toEqual(times.map((_, i) => `key ${i}`));
+    expect(names(await store.audit({ since: times[6] }))).toEqual(["key 6", "key 7", "key 8", "key 9"]);
+    expect(names(await store.audit({ since: times[6] - 1 }))).toEqual(["key 6", "key 7", "key 8", "key 9"]);
+    expect(names(await store.audit({ since: times[6] + 1 }))).toEqual(["key 7", "key 8", "key 9"]);
+    expect(names(await store.audit({ limit: 3 }))).toEqual(["key 7", "key 8", "key 9"]);
+    expect(names(await store.audit({ since: times[1], limit: 2 }))).toEqual(["key 8", "key 9"]);
+    expect(names(await store.audit({ since: times[8], limit: 5 }))).toEqual(["key 8", "key 9"]);
+    expect(await store.audit({ since: times[9] + 1 })).toEqual([]);
+    expect(await store.audit({ limit: 0 })).toEqual([]);
+    // A writer whose clock is behind (another host) still lands in the trail; `since` judges by the event's time.
+    clock = T0 + 30_000;
+    await store.create(input("late clock"));
+    expect(names(await store.audit({ since: T0 + 30_000, limit: 2 }))).toEqual(["key 8", "key 9"]);
+    expect(names(await store.audit({ since: T0 + 30_000 })).slice(0, 2)).toEqual(["late clock", "key 1"]);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------------------------
+// The file log.
+
+const event = (i: number, extra: Partial<AuditEvent> = {}): AuditEvent => ({
+  at: iso(T0 + i),
+  action: "create",
+  id: `00000000-0000-4000-8000-${String(i).padStart(12, "0")}`,
+  name: `key ${i}`,
+  actor: operator,
+  ...extra,
+});
+
+describe("audit trail on files", () => {
+  let tmp: ReturnType<typeof tempDir>;
+  let base: string;
+  beforeEach(() => {
+    tmp = tempDir("service-api-audit-fs-");
+    base = join(tmp.dir, "keys");
+  });
+  afterEach(() => tmp.cleanup());
+  const logOf = (options: Parameters<typeof fsDriver>[0]["audit"] = {}, blocking = false): AuditLog => fsDriver({ base, blocking, audit: options }).audit;
+
+  it("is one line of JSON per event in audit/audit.log, 0600 in a 0700 folder, with a 64 KiB reserve beside it", async () => {
+    const log = logOf();
+    await log.append(event(1));
+    await log.append(event(2, { action: "update", changed: ["roles"] }));
+    const dir = join(base, "audit");
+    expect(statSync(dir).mode & 0o777).toBe(0o700);
+    expect(statSync(join(dir, "audit.log")).mode & 0o777).toBe(0o600);
+    expect(statSync(join(dir, "reserve"))).toMatchObject({ size: 64 * 1024 });
+    expect(statSync(join(dir, "reserve")).mode & 0o777).toBe(0o600);
+    const lines = readFileSync(join(dir, "audit.log"), "utf8").split("\n");
+    expect(lines.at(-1)).toBe("");
+    expect(lines.slice(0, -1).map((l) => JSON.parse(l))).toEqual([event(1), event(2, { action: "update", changed: ["roles"] })]);
+  });
+
+  it("reading skips torn, foreign and malformed lines, recovers an event glued to a torn line, and never fails", async () => {
+    const log = logOf();
+    await log.append(event(1));
+    const path = join(base, "audit", "audit.log");
+    const whole = JSON.stringify(event(3));
+    appendFileSync(path, JSON.stringify(event(2)).slice(0, 40)); // a write cut short ...
+    appendFileSync(path, `${whole}\n`); // ... and the next writer's line glued to it
+    appendFileSync(path, `{"hello":"world"}\nnot json at all\n\u0000\u0000\n[1,2]\n`);
+    appendFileSync(path, `${JSON.stringify({ ...event(4), actor: { kind: "root" } })}\n`); // wrong shape
+    appendFileSync(path, `${JSON.stringify({ ...event(5), action: "drop table" })}\n`);
+    appendFileSync(path, `${JSON.stringify({ ...event(6), hash: "planted", extra: 1 })}\n`); // fields an event has not: dropped
+    appendFileSync(path, JSON.stringify(event(7)).slice(0, 60)); // torn last line
+    await log.append(event(8));
+    expect(await log.read()).toEqual([event(1), event(3), event(6), event(8)]);
+  });
+
+  it("refuses a symbolic link planted in place of the log, and never writes through it", async () => {
+    const log = logOf();
+    await log.append(event(1));
+    const target = join(tmp.dir, "elsewhere");
+    writeFileSync(target, "untouched");
+    const path = join(base, "audit", "audit.log");
+    rmSync(path);
+    symlinkSync(target, path);
+    const error = await log.append(event(2)).catch((e) => e);
+    expect(error).toMatchObject({ code: "STORE_UNAVAILABLE" });
+    expect(error.message).toMatch(/symbolic link/);
+    await expect(log.read()).rejects.toMatchObject({ code: "STORE_UNAVAILABLE" });
+    expect(readFileSync(target, "utf8")).toBe("untouched");
+    expect(lstatSync(path).isSymbolicLink()).toBe(true);
+  });
+
+  for (const blocking of [false, true]) {
+    it(`rotation${blocking ? " (blocking I/O)" : ""} keeps the files bounded and loses only the oldest events`, async () => {
+      const maxBytes = 4_096;
+      const keep = 3;
+      const log = logOf({ maxBytes, keep }, blocking);
+      const total = 600;
+      for (let i = 0; i < total; i++) await log.append(event(i));
+      const dir = join(base, "audit");
+      const files = readdirSync(dir).sort();
+      const rotated = files.filter((f) => /^audit-\d{8}T\d{9}Z-[0-9a-f]{8}\.log$/.test(f));
+      expect(files).toEqual([...rotated, "audit.log", "reserve"]);
+      expect(rotated).toHaveLength(keep);
+      const lineBytes = JSON.stringify(event(total)).length + 1;
+      for (const file of [...rotated, "audit.log"]) expect(statSync(join(dir, file)).size).toBeLessThanOrEqual(maxBytes + lineBytes);
+      const read = await log.read();
+      // A contiguous run of the latest events: at least `keep` full files' worth, ending at the last one.
+      const first = total - read.length;
+      expect(read).toEqual(Array.from({ length: read.length }, (_, i) => event(first + i)));
+      expect(read.length).toBeGreaterThanOrEqual(Math.floor((keep * maxBytes) / lineBytes));
+      expect(read.length).toBeLessThan(total);
+    });
+  }
+
+  it("8 processes appending 500 events each at once: every line whole, none lost, none twice, also across rotations", async () => {
+    const worker = join(tmp.dir, "append.mjs");
+    writeFileSync(worker, `
+      import { fsDriver } from ${JSON.stringify(join(ROOT, "dist/lib/store/drivers/fs.js"))};
+      const [base, w, maxBytes] = process.argv.slice(2);
+      const log = fsDriver({ base, blocking: w % 2 === 0, audit: { maxBytes: Number(maxBytes), keep: 1000 } }).audit;
+      for (let i = 0; i < 500; i++) {
+        await log.append({ at: new Date().toISOString(), action: "update", id: w + "-" + i, name: "worker " + w,
+          actor: { kind: "local", user: "u".repeat(Number(w) * 40), host: "h" }, changed: ["description"] });
+      }
+    `);
+    const run = (dir: string, maxBytes: number) =>
+      Promise.all(Array.from({ length: 8 }, (_, w) => new Promise<void>((done, fail) => {
+        const child = spawn(process.execPath, [worker, dir, String(w), String(maxBytes)], { stdio: ["ignore", "ignore", "pipe"] });
+        let stderr = "";
+        child.stderr.setEncoding("utf8").on("data", (d) => (stderr += d));
+        child.on("error", fail);
+        child.on("close", (code) => (code === 0 ? done() : fail(new Error(`worker ${w} exited ${code}: ${stderr}`))));
+      })));
+
+    for (const [name, maxBytes] of [["one file", 1 << 30], ["rotating", 16_384]] as const) {
+      const dir = join(tmp.dir, name);
+      await run(dir, maxBytes);
+      const files = readdirSync(join(dir, "audit")).filter((f) => f.endsWith(".log"));
+      if (name === "one file") expect(files).toEqual(["audit.log"]);
+      else expect(files.length).toBeGreaterThan(20);
+      // Every line of every file is one whole event: nothing interleaved or torn.
+      const lines = files.flatMap((f) => readFileSync(join(dir, "audit", f), "utf8").split("\n").filter(Boolean));
+      for (const line of lines) expect(() => JSON.parse(line), line.slice(0, 80)).not.toThrow();
+      expect(lines).toHaveLength(4_000);
+      const read = await fsDriver({ base: dir }).audit.read();
+      expect(read).toHaveLength(4_000);
+      expect(new Set(read.map((e) => e.id)).size).toBe(4_000);
+      // Each writer's events in its own order.
+      for (let w = 0; w < 8; w++) {
+        expect(read.filter((e) => e.name === `worker ${w}`).map((e) => e.id)).toEqual(Array.from({ length: 500 }, (_, i) => `${w}-${i}`));
+      }
+    }
+  }, 120_000);
+});
+
+describe("audit trail on Redis", () => {
+  it("is a capped stream: the oldest events go, the latest stay whole and in order", async () => {
+    const prefix = `cap${++prefixes}`;
+    const { audit, dispose } = await openRedisBackend(`${redis.url}?prefix=${prefix}`, { auditCap: 200 });
+    try {
+      for (let i = 0; i < 2_000; i++) await audit.append(event(i));
+      const length = await admin.xlen(`${prefix}:audit`);
+      expect(length).toBeGreaterThanOrEqual(200);
+      expect(length).toBeLessThan(400); // MAXLEN ~ trims whole nodes of 100 entries
+      const read = await audit.read();
+      expect(read).toEqual(Array.from({ length: read.length }, (_, i) => event(2_000 - read.length + i)));
+      expect(await audit.read({ limit: 5 })).toEqual([1995, 1996, 1997, 1998, 1999].map((i) => event(i)));
+      // Entry ids follow the events' times, so `since` is one range read.
+      const [[id]] = await admin.xrange(`${prefix}:audit`, "-", "+", "COUNT", 1);
+      expect(id).toBe(`${Date.parse(read[0].at)}-0`);
+    } finally {
+      await dispose();
+    }
+  });
+
+  it("skips entries it did not write and answers with events only", async () => {
+    const prefix = `foreign${++prefixes}`;
+    const { audit, dispose } = await openRedisBackend(`${redis.url}?prefix=${prefix}`);
+    try {
+      await audit.append(event(1));
+      await admin.xadd(`${prefix}:audit`, "*", "event", "{not json");
+      await admin.xadd(`${prefix}:audit`, "*", "other", JSON.stringify(event(2)));
+      await admin.xadd(`${prefix}:audit`, "*", "event", JSON.stringify({ ...event(3), actor: null }));
+      await audit.append(event(4, { hash: "x" } as Partial<AuditEvent>));
+      expect(await audit.read()).toEqual([event(1), event(4)]);
+      expect(await audit.read({ limit: 1 })).toEqual([event(4)]);
+    } finally {
+      await dispose();
+    }
+  });
+});
+
+// Known gap, in the store core (lib/store/key-store.ts, not the logs): an overwrite's event names the key it read
+// before its swap (`replaced`), but a concurrent overwrite of the same name may swap in between, and the key then
+// swapped out and discarded is named by no event. Marked `fails` so that it turns red the day the core swaps only
+// the key it read (compare and swap, appending a new event when it moved on), which is the fix.
+describe("known gap: concurrent overwrites of one name", () => {
+  it.fails("every key an overwrite removed is named by an event", async () => {
+    const storage = createStorage();
+    const atomic = createLocalAtomicIndex(storage);
+    const audit = createMemoryAuditLog();
+    const open = () => createKeyStore({ storage, atomic, audit });
+    const first = await open().create(input("hot"));
+    const made = await Promise.all(Array.from({ length: 8 }, () => open().create(input("hot"), { overwrite: true })));
+    const live = (await open().list()).map((k) => k.id);
+    const named = new Set((await audit.read()).flatMap((e) => (e.replaced ? [e.replaced] : [])));
+    for (const { id } of [first, ...made]) if (!live.includes(id)) expect(named.has(id), `key ${id} removed without an event naming it`).toBe(true);
+  });
+});
