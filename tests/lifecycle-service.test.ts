@@ -6,7 +6,9 @@ import { createStorage } from "unstorage";
 import type { Role } from "../lib/core/model.ts";
 import { createKeyStore, type KeyStore } from "../lib/store/key-store.ts";
 import { type RunningServer, serve } from "../lib/http/serve.ts";
-import { gql } from "./helpers/server.ts";
+import { gql, startServer } from "./helpers/server.ts";
+import { runCli, tempDir } from "./helpers/cli.ts";
+import { resolveLastUse } from "../lib/cli/commands/serve.ts";
 
 const T0 = Date.parse("2030-01-01T00:00:00.000Z");
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -232,5 +234,35 @@ describe("last use in the service", () => {
     await expect.poll(() => lines.length, { timeout: 2_000 }).toBe(2);
     expect(lines[1]).toBe("up: recording when keys were last used again");
     expect((await store.get(b.id))?.lastUsedAt).toBeDefined();
+  });
+});
+
+describe("serve's switch for last use", () => {
+  it("--no-last-use or SERVICE_API_LAST_USE=off turns it off; on by default; a value it cannot read stops serve with exit 2", async () => {
+    expect(resolveLastUse(undefined, {})).toBe(true);
+    expect(resolveLastUse(false, { SERVICE_API_LAST_USE: "on" })).toBe(false);
+    for (const off of ["off", "0", "false", "NO"]) expect(resolveLastUse(undefined, { SERVICE_API_LAST_USE: off })).toBe(false);
+    for (const on of ["on", "1", "true", " yes "]) expect(resolveLastUse(undefined, { SERVICE_API_LAST_USE: on })).toBe(true);
+    const result = await runCli(["serve", "--port", "0", "--store", "memory:"], { env: { SERVICE_API_LAST_USE: "sometimes" } });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain("SERVICE_API_LAST_USE");
+  });
+
+  it("`serve` (a child process) writes the uses it holds on SIGTERM, before closing the store; with --no-last-use it writes none", async () => {
+    const tmp = tempDir();
+    try {
+      for (const args of [[], ["--no-last-use"]]) {
+        const store = `${tmp.dir}/keys${args.length}`;
+        const made = await runCli(["apikey", "--create", "--name", "ci", "--roles", "GUEST", "--json", "--store", store]);
+        const server = await startServer({ store, args });
+        expect((await gql(server.url, "{ me { id } }", { key: JSON.parse(made.stdout).key })).status).toBe(200);
+        expect(await server.stop()).toEqual({ code: 0, signal: null }); // at once: well within the first 5 s
+        const [key] = JSON.parse((await runCli(["apikey", "--list", "--json", "--store", store])).stdout).keys;
+        if (args.length) expect(key.lastUsedAt, "--no-last-use").toBeUndefined();
+        else expect(Date.now() - Date.parse(key.lastUsedAt)).toBeLessThan(30_000);
+      }
+    } finally {
+      tmp.cleanup();
+    }
   });
 });

@@ -59,7 +59,7 @@ export function createLastUseLog(log: StoreStatusLog) {
     failed(error: unknown): void {
       if (failing) return;
       failing = true;
-      log.down(`cannot record when keys were last used, retrying every few seconds (requests are answered meanwhile): ${describeStoreError(error)}`);
+      log.down(`cannot record when keys were last used, will retry (requests are answered meanwhile): ${describeStoreError(error)}`);
     },
     worked(): void {
       if (!failing) return;
