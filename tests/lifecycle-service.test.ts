@@ -9,6 +9,8 @@ import { type RunningServer, serve } from "../lib/http/serve.ts";
 import { gql, startServer } from "./helpers/server.ts";
 import { runCli, tempDir } from "./helpers/cli.ts";
 import { resolveLastUse } from "../lib/cli/commands/serve.ts";
+import { dependsOnKeyOnly, parseDocument } from "../lib/graphql/schema.ts";
+import { getOperationAST } from "graphql";
 
 const T0 = Date.parse("2030-01-01T00:00:00.000Z");
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -194,6 +196,20 @@ describe("last use in the service", () => {
     await server.close();
     expect(writesOf(b.id)).toEqual([T0, T0 + 70_000]);
     expect((await store.get(b.id))?.lastUsedAt).toBe(iso(T0 + 70_000));
+  });
+
+  it("answers holding lastUsedAt or auditLog are never remembered: a use written shows on the very next request", async () => {
+    const { store, clock } = countedStore();
+    const server = await start({ store, recordLastUse: false });
+    const admin = await make(store, "admin");
+    const query = "{ apiKeys { name lastUsedAt } }";
+    expect((await gql(server.url, query, { key: admin.key })).body.data.apiKeys).toEqual([{ name: "admin", lastUsedAt: null }]);
+    await store.recordUse(new Map([[admin.id, clock.now]])); // changes no verification, so no validity token
+    expect((await gql(server.url, query, { key: admin.key })).body.data.apiKeys).toEqual([{ name: "admin", lastUsedAt: iso(T0) }]);
+    for (const text of [query, "{ auditLog { id } }", "{ me { id } auditLog { id } }", "{ me { id } ... on Query { apiKeys { lastUsedAt } } }"]) {
+      const document = parseDocument(text);
+      expect(dependsOnKeyOnly(document, getOperationAST(document)!), text).toBe(false);
+    }
   });
 
   it("recordLastUse: false writes nothing; a failed write is logged once and requests are answered meanwhile", async () => {
