@@ -89,7 +89,6 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
   const formatError = createErrorFormatter(onError);
   const observer = options.observer;
   const ready = readiness(store);
-
   const refuse = (reason: AuthFailure, message: string) => {
     observer?.authFailed(reason);
     return unauthenticated(message);
