@@ -7,13 +7,20 @@ import type { KeyBackend, KeyStore } from "../store/key-store.ts";
 
 /** The store's methods a remote service offers: the command's, and `update`. */
 export type RemoteBackend = KeyBackend & Pick<KeyStore, "update">;
-import type { ApiKeyInfo, CreatedKey } from "../core/model.ts";
+import type { Actor, ApiKeyInfo, AuditAction, AuditEvent, CreatedKey } from "../core/model.ts";
+import type { AuditQuery } from "../store/audit.ts";
 import { ServiceError } from "../core/errors.ts";
 import { type Client, ClientError, createClient } from "./client.ts";
 import * as v from "valibot";
 import { ServerText, untrustedText } from "./_untrusted.ts";
 
-const FIELDS = "id name description roles createdAt permissions { resource actions }";
+const FIELDS = "id name description roles createdAt permissions { resource actions } expiresAt lastUsedAt graceUntil";
+const EVENT_FIELDS = "at action id name actor { kind user host id name } changed replaced";
+/** The most events one `auditLog` answer holds (the service's bound). */
+const AUDIT_LOG_MAX = 10_000;
+
+/** A time from the server: ISO 8601 or the answer is refused (it is printed and compared as one). */
+const ServerTime = v.pipe(v.string(), v.isoTimestamp(), v.transform((s) => untrustedText(s)));
 
 /** A key as the service sends it; every string is escaped for the terminal (lib/client/_untrusted.ts). */
 const RawKeySchema = v.object({
@@ -23,8 +30,12 @@ const RawKeySchema = v.object({
   roles: v.array(ServerText),
   createdAt: ServerText,
   permissions: v.array(v.object({ resource: ServerText, actions: v.array(ServerText) })),
+  expiresAt: v.nullish(ServerTime),
+  lastUsedAt: v.nullish(ServerTime),
+  graceUntil: v.nullish(ServerTime),
 });
-type RawKey = Omit<ApiKeyInfo, "description"> & { description?: string | null };
+type Nullable<T, K extends keyof T> = Omit<T, K> & { [P in K]?: T[P] | null };
+type RawKey = Nullable<ApiKeyInfo, "description" | "expiresAt" | "lastUsedAt" | "graceUntil">;
 // The service's roles, resources and actions may be newer than ours: they are checked as text, not by name.
 const asRawKey = (key: v.InferOutput<typeof RawKeySchema>) => key as RawKey;
 const ListSchema = v.object({ apiKeys: v.array(v.pipe(RawKeySchema, v.transform(asRawKey))) });
@@ -32,10 +43,51 @@ const UpdateSchema = v.object({ apiKey: v.object({ update: v.pipe(RawKeySchema, 
 const CreateSchema = v.object({
   apiKey: v.object({ create: v.object({ ...RawKeySchema.entries, key: ServerText }) }),
 });
+const DeleteExpiredSchema = v.object({ apiKey: v.object({ deleteExpired: v.array(v.pipe(RawKeySchema, v.transform(asRawKey))) }) });
 
-/** The store's shape, field order included (GraphQL gives `description: null`; the store leaves it out). */
-function toInfo({ id, name, description, roles, permissions, createdAt }: RawKey): ApiKeyInfo {
-  return { id, name, ...(description ? { description } : {}), roles, permissions, createdAt };
+/** Who made a change; a kind this client does not know is refused as a wrong shape. */
+const ActorSchema = v.variant("kind", [
+  v.object({ kind: v.literal("local"), user: ServerText, host: ServerText }),
+  v.object({ kind: v.literal("key"), id: ServerText, name: ServerText }),
+]);
+const EventSchema = v.object({
+  at: ServerTime,
+  // A newer service may know more actions: checked as text, like roles.
+  action: ServerText,
+  id: ServerText,
+  name: ServerText,
+  actor: ActorSchema,
+  changed: v.nullish(v.array(ServerText)),
+  replaced: v.nullish(ServerText),
+});
+const AuditSchema = v.object({ auditLog: v.array(EventSchema) });
+
+/** The store's shape, field order included (GraphQL gives `null` for absent fields; the store leaves them out). */
+function toInfo({ id, name, description, roles, permissions, createdAt, expiresAt, lastUsedAt, graceUntil }: RawKey): ApiKeyInfo {
+  return {
+    id,
+    name,
+    ...(description ? { description } : {}),
+    roles,
+    permissions,
+    createdAt,
+    ...(expiresAt ? { expiresAt } : {}),
+    ...(lastUsedAt ? { lastUsedAt } : {}),
+    ...(graceUntil ? { graceUntil } : {}),
+  };
+}
+
+/** An event in the store's shape: no null fields. */
+function toEvent({ at, action, id, name, actor, changed, replaced }: v.InferOutput<typeof EventSchema>): AuditEvent {
+  return {
+    at,
+    action: action as AuditAction,
+    id,
+    name,
+    actor: actor as Actor,
+    ...(changed ? { changed } : {}),
+    ...(replaced ? { replaced } : {}),
+  };
 }
 
 export interface RemoteBackendOptions {
@@ -64,7 +116,8 @@ export function createRemoteBackend(options: RemoteBackendOptions | { client: Cl
     getByName,
     isEmpty: async () => (await list()).length === 0,
 
-    async create(input, { overwrite = false } = {}): Promise<CreatedKey> {
+    // The service records the calling key as the actor of every change; `options.actor` is not sent.
+    async create(input, { overwrite = false, graceMs } = {}): Promise<CreatedKey> {
       const data = await client.request(
         `mutation ($input: CreateApiKeyInput!) { apiKey { create(input: $input) { ${FIELDS} key } } }`,
         {
@@ -74,6 +127,9 @@ export function createRemoteBackend(options: RemoteBackendOptions | { client: Cl
             roles: input.roles,
             permissions: input.permissions,
             overwrite,
+            expiresAt: input.expiresAt,
+            // Durations are whole seconds (45s, 30m, ...); a fraction is rounded up, never cut short.
+            graceSeconds: graceMs === undefined ? undefined : Math.ceil(graceMs / 1000),
           },
         },
         CreateSchema,
@@ -103,12 +159,23 @@ export function createRemoteBackend(options: RemoteBackendOptions | { client: Cl
       return found;
     },
 
-    // Until the service offers these (issue 14, in progress): said plainly, never a silent no-op.
-    deleteExpired: async () => {
-      throw new ServiceError("USAGE", "--delete --expired is not available with --url yet");
+    async deleteExpired() {
+      const data = await client.request(`mutation { apiKey { deleteExpired { ${FIELDS} } } }`, undefined, DeleteExpiredSchema);
+      return data.apiKey.deleteExpired.map(toInfo);
     },
-    audit: async () => {
-      throw new ServiceError("USAGE", "--audit is not available with --url yet");
+
+    /** The service's trail; at most its bound of 10,000 events, the latest ones, as with `limit`. */
+    async audit(query: AuditQuery = {}) {
+      if (query.limit !== undefined && query.limit < 1) return [];
+      const data = await client.request(
+        `query ($since: String, $limit: Int) { auditLog(since: $since, limit: $limit) { ${EVENT_FIELDS} } }`,
+        {
+          since: query.since === undefined ? undefined : new Date(query.since).toISOString(),
+          limit: Math.min(query.limit ?? AUDIT_LOG_MAX, AUDIT_LOG_MAX),
+        },
+        AuditSchema,
+      );
+      return data.auditLog.map(toEvent);
     },
 
     async deleteByName(name) {

@@ -3,10 +3,11 @@
  * permission it needs; a key without it gets `null` for that field and a `FORBIDDEN` error (a
  * standard partial result). Input goes through the same valibot schemas as the CLI.
  */
-import { ACTIONS, type ApiKeyInfo, type AuthAction, type Permission, type Resource, RESOURCES, ROLES, type Role } from "../core/model.ts";
+import { ACTIONS, type Actor, type ApiKeyInfo, type AuthAction, type KeyPatch, type Permission, type Resource, RESOURCES, ROLES, type Role } from "../core/model.ts";
 import { ServiceError } from "../core/errors.ts";
 import { DescriptionSchema, NameSchema, parseCreateInput, parseInput, PermissionsSchema, RolesSchema } from "../core/input.ts";
 import { can, effectivePermissions, escalation, type Grants } from "../core/policy.ts";
+import { MAX_GRACE_MS, parseSince } from "../core/lifecycle.ts";
 import type { KeyStore } from "../store/key-store.ts";
 
 /** What every resolver sees: the authenticated key and the store. */
@@ -61,6 +62,32 @@ async function target(store: KeyStore, id: string): Promise<ApiKeyInfo> {
 
 const grants = (roles: Role[] = [], permissions: Permission[] = []): Grants => ({ roles, permissions });
 
+/** The calling key, as the audit trail names who made a change. */
+const actorOf = (key: ApiKeyInfo): Actor => ({ kind: "key", id: key.id, name: key.name });
+
+/** `auditLog(limit)`: the default, and the most one answer holds (about 2 MB of JSON). */
+export const AUDIT_LOG_LIMIT = { default: 1_000, max: 10_000 } as const;
+
+/** `auditLog`'s arguments as a store query; `since` reads like `apikey --audit --since`. */
+function auditQuery(args: Args, now: number): { since?: number; limit: number } {
+  const limit = args.limit ?? AUDIT_LOG_LIMIT.default;
+  if (!(limit >= 1 && limit <= AUDIT_LOG_LIMIT.max)) {
+    throw new ServiceError("INVALID_INPUT", `auditLog: limit is from 1 to ${AUDIT_LOG_LIMIT.max} (got ${limit})`);
+  }
+  return args.since == null ? { limit } : { since: parseSince(args.since, now, "since"), limit };
+}
+
+/** `CreateApiKeyInput.graceSeconds` in ms, checked: only with overwrite, 1 s to 24 h. */
+function graceOf(input: Args): number | undefined {
+  const seconds = input.graceSeconds;
+  if (seconds == null) return undefined;
+  if (!input.overwrite) throw new ServiceError("INVALID_INPUT", "graceSeconds needs overwrite: true (it keeps the replaced key's secret working)");
+  if (!(seconds >= 1 && seconds * 1000 <= MAX_GRACE_MS)) {
+    throw new ServiceError("INVALID_INPUT", `graceSeconds is from 1 to ${MAX_GRACE_MS / 1000} (24 hours) (got ${seconds})`);
+  }
+  return seconds * 1000;
+}
+
 /** The rules of the `Query` fields. */
 export const QUERY: Readonly<Record<string, Rule>> = {
   // Read once per request however many aliases ask: 30 aliases must not mean 30 reads of every key.
@@ -88,6 +115,8 @@ export const QUERY: Readonly<Record<string, Rule>> = {
   online: { needs: "ONLINE:READ_ANY", keyOnly: true, resolve: () => true },
   // Each field of Info resolves itself (info.ts), so a request reads only the host facts it selects.
   info: { needs: "INFO:READ_ANY", resolve: () => ({}) },
+  // Never remembered by the answer cache (not keyOnly): each request reads the trail.
+  auditLog: { needs: "API_KEY:READ_ANY", resolve: (a, { store }) => store.audit(auditQuery(a, Date.now())) },
 };
 
 /** The rules of the `Mutation.apiKey` fields. */
@@ -106,8 +135,11 @@ export const API_KEY_MUTATIONS: Readonly<Record<string, Rule>> = {
         roles: input.roles ?? undefined,
         permissions: input.permissions ?? undefined,
       });
+      const graceMs = graceOf(input);
       noEscalation(key, parsed);
-      return store.create(parsed, { overwrite: Boolean(input.overwrite) });
+      // The store checks expiresAt (future, at most 3650 days away), naming the field in its message.
+      const expiry = input.expiresAt == null ? {} : { expiresAt: input.expiresAt as string };
+      return store.create({ ...parsed, ...expiry }, { overwrite: Boolean(input.overwrite), graceMs, actor: actorOf(key) });
     },
   },
   update: {
@@ -115,26 +147,28 @@ export const API_KEY_MUTATIONS: Readonly<Record<string, Rule>> = {
     own: (a) => [a.input.id],
     resolve: async ({ input }, { key, store }) => {
       const current = await target(store, input.id);
-      const patch: { name?: string; description?: string; roles?: Role[]; permissions?: Permission[] } = {};
+      const patch: KeyPatch = {};
       if (input.name != null) patch.name = parseInput(NameSchema, input.name);
       if (input.description !== undefined) patch.description = parseInput(DescriptionSchema, input.description ?? "") ?? "";
       if (input.roles != null) patch.roles = parseInput(RolesSchema, input.roles);
       if (input.permissions != null) patch.permissions = parseInput(PermissionsSchema, input.permissions);
+      // null removes the expiry; a time is checked by the store like on create.
+      if (input.expiresAt !== undefined) patch.expiresAt = input.expiresAt;
       noEscalation(key, current);
       noEscalation(key, { roles: patch.roles ?? current.roles, permissions: patch.permissions ?? current.permissions });
-      return store.update(input.id, patch);
+      return store.update(input.id, patch, { actor: actorOf(key) });
     },
   },
   delete: {
     needs: "API_KEY:DELETE_ANY",
     own: (a) => a.input.ids,
-    resolve: async ({ input }, { store }) => {
+    resolve: async ({ input }, { key, store }) => {
       const ids = [...new Set<string>(input.ids)];
       if (ids.length === 0) throw new ServiceError("INVALID_INPUT", "Give at least one API key id to delete");
       const found = await Promise.all(ids.map((id) => store.get(id)));
       const missing = ids.filter((_, i) => !found[i]);
       if (missing.length) throw new ServiceError("NOT_FOUND", `No API key found with id: ${missing.join(", ")}`);
-      const deleted = await Promise.all(ids.map((id) => store.deleteById(id)));
+      const deleted = await Promise.all(ids.map((id) => store.deleteById(id, { actor: actorOf(key) })));
       return deleted.every(Boolean);
     },
   },
@@ -146,7 +180,7 @@ export const API_KEY_MUTATIONS: Readonly<Record<string, Rule>> = {
       const roles = ROLES.filter((r) => r === input.role || current.roles.includes(r));
       noEscalation(key, current);
       noEscalation(key, { roles, permissions: current.permissions });
-      await store.update(current.id, { roles });
+      await store.update(current.id, { roles }, { actor: actorOf(key) });
       return true;
     },
   },
@@ -156,9 +190,13 @@ export const API_KEY_MUTATIONS: Readonly<Record<string, Rule>> = {
     resolve: async ({ input }, { key, store }) => {
       const current = await target(store, input.apiKeyId);
       noEscalation(key, current);
-      await store.update(current.id, { roles: current.roles.filter((r) => r !== input.role) });
+      await store.update(current.id, { roles: current.roles.filter((r) => r !== input.role) }, { actor: actorOf(key) });
       return true;
     },
+  },
+  deleteExpired: {
+    needs: "API_KEY:DELETE_ANY",
+    resolve: (_, { key, store }) => store.deleteExpired({ actor: actorOf(key) }),
   },
 };
 

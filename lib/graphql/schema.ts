@@ -37,6 +37,38 @@ type ApiKey {
   permissions: [Permission!]!
   "The secret: only in the result of the create mutation, never stored, never shown again."
   key: String
+  "When the key stops working (ISO 8601, UTC); null: never. An expired key is refused (401) until deleted."
+  expiresAt: String
+  "When the key last authenticated a request (ISO 8601, UTC), to within a minute; null: never. Recorded by each server off the request path."
+  lastUsedAt: String
+  "Only on a key replaced by an overwrite with graceSeconds: its secret keeps working until then (ISO 8601, UTC)."
+  graceUntil: String
+}
+
+"Who made a change. kind local: a person at a host (the CLI, the library), with user and host. kind key: the API key that called the service, with id and name."
+type AuditActor {
+  "local or key."
+  kind: String!
+  user: String
+  host: String
+  id: PrefixedID
+  name: String
+}
+
+"One change to the key store. Never holds a secret or a hash."
+type AuditEvent {
+  "When the change was made (ISO 8601, UTC)."
+  at: String!
+  "create, overwrite, update, delete or prune (the removal of an expired key by deleteExpired)."
+  action: String!
+  "The key changed (for an overwrite, the new key)."
+  id: PrefixedID!
+  name: String!
+  actor: AuditActor!
+  "update: the fields it changed (name, description, roles, permissions, expiresAt)."
+  changed: [String!]
+  "overwrite: the id of the key it replaced."
+  replaced: PrefixedID
 }
 
 type UserAccount {
@@ -78,8 +110,12 @@ input CreateApiKeyInput {
   description: String
   roles: [Role!]
   permissions: [AddPermissionInput!]
-  "Replace a key of the same name: new id, new secret; the old secret stops working."
+  "Replace a key of the same name: new id, new secret; the old secret stops working (at once, or after graceSeconds)."
   overwrite: Boolean
+  "When the key stops working: an ISO 8601 time with its zone (2026-12-31T18:00:00Z, or a date for midnight UTC), in the future, at most 3650 days away. Null or absent: never."
+  expiresAt: String
+  "With overwrite: the replaced key's secret keeps working this many seconds more (1 to 86400), so that a deployment can roll over without downtime."
+  graceSeconds: Int
 }
 
 input UpdateApiKeyInput {
@@ -88,6 +124,8 @@ input UpdateApiKeyInput {
   description: String
   roles: [Role!]
   permissions: [AddPermissionInput!]
+  "A new expiry (ISO 8601 with its zone, in the future); null removes the expiry; absent leaves it."
+  expiresAt: String
 }
 
 input DeleteApiKeyInput {
@@ -115,6 +153,8 @@ type Query {
   me: UserAccount
   online: Boolean
   info: Info
+  "The audit trail, oldest first: the changes since since (a duration back from now like 30m, 12h or 7d, or an ISO 8601 time; absent: every event kept), at most limit of the latest (1 to 10000, default 1000)."
+  auditLog(since: String, limit: Int): [AuditEvent!]
 }
 
 type ApiKeyMutations {
@@ -123,6 +163,8 @@ type ApiKeyMutations {
   delete(input: DeleteApiKeyInput!): Boolean
   addRole(input: AddRoleForApiKeyInput!): Boolean
   removeRole(input: RemoveRoleFromApiKeyInput!): Boolean
+  "Deletes every key whose expiry or grace period has passed; returns them, oldest first (each an audit event, action prune)."
+  deleteExpired: [ApiKey!]
 }
 
 type Mutation {
@@ -142,7 +184,7 @@ function attach(type: GraphQLObjectType, rules: Readonly<Record<string, Rule>>):
   const fields = type.getFields();
   for (const [name, rule] of Object.entries(rules)) {
     const field = fields[name];
-    field.description = `Requires ${rule.needs}${rule.own ? ` (or ${rule.needs.replace(/_ANY$/, "_OWN")} on the caller's own key)` : ""}.`;
+    field.description = `${field.description ? `${field.description} ` : ""}Requires ${rule.needs}${rule.own ? ` (or ${rule.needs.replace(/_ANY$/, "_OWN")} on the caller's own key)` : ""}.`;
     field.resolve = ((_source, args, context: GraphQLContext) => {
       authorize(rule, args, context);
       return rule.resolve(args, context, _source);

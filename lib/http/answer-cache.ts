@@ -5,7 +5,9 @@
  * `KeyStore.verify`) and everything of the request that shapes the answer (method, URL, Accept,
  * Content-Type, body), so it is reused exactly while that verification stands: a new token (any
  * revocation or update anywhere, or the verification's expiry) files new answers, and the old ones
- * age out of the LRU.
+ * age out of the LRU. Fields that read the store (`apiKeys` and its `lastUsedAt`, `auditLog`) are never
+ * key-only, so their answers are never remembered: a last use, which changes no verification and so no
+ * token, shows on the next request. An expired key is refused before this cache is asked.
  */
 import { createLru } from "../core/_lru.ts";
 import type { ServiceRequest, ServiceResponse } from "./types.ts";

@@ -16,7 +16,7 @@ import { readFetchBody } from "./request.ts";
 export function createHandler(options: HandlerOptions): FetchHandler {
   const handle = createServiceHandler(options);
   const limit = options.maxBodyBytes ?? MAX_BODY_BYTES;
-  return async (request, info) => {
+  return Object.assign(async (request: Request, info?: { remoteAddr?: { hostname?: string } }) => {
     const response = await handle({
       method: request.method,
       url: request.url,
@@ -25,5 +25,5 @@ export function createHandler(options: HandlerOptions): FetchHandler {
       remoteAddress: info?.remoteAddr?.hostname,
     });
     return new Response(response.body, { status: response.status, headers: response.headers });
-  };
+  }, { close: handle.close });
 }

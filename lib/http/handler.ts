@@ -4,7 +4,9 @@
  * Adapters: `fetch.ts` (fetch runtimes, Deno) and `node.ts` (node:http); `serve.ts` listens.
  *
  * Every request verifies its key against the store (a few reads by known keys), so a key deleted or
- * overwritten by the CLI stops working on the very next request, for every server sharing the store.
+ * overwritten by the CLI stops working on the very next request, for every server sharing the store,
+ * and an expired one from the first request after its expiry. Each key that authenticates is noted for
+ * its `lastUsedAt` (`last-use.ts`): no store write on the request path.
  */
 import { createHandler as createGraphQLHttpHandler } from "graphql-http";
 import { execute, type ExecutionArgs, getOperationAST, type parse as graphqlParse } from "graphql";
@@ -14,6 +16,7 @@ import { createSchema, dependsOnKeyOnly, type GraphQLContext, parseDocument, val
 import { ClientGone, variableLimitError } from "../graphql/limits.ts";
 import { createOutageTracker } from "./outage.ts";
 import { createAnswerCache } from "./answer-cache.ts";
+import { startLastUse } from "./last-use.ts";
 import {
   createErrorFormatter,
   errorResponse,
@@ -21,6 +24,7 @@ import {
   internal,
   isStoreDown,
   JSON_TYPE,
+  KEY_REFUSED,
   mutationOverGet,
   notAcceptable,
   storeDown,
@@ -72,17 +76,19 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
   const onError = options.onError ?? ((error: unknown) => console.error("service-api: internal error:", error));
   const states = new WeakMap<ServiceRequest, RequestState>();
   const stateOf = (raw: unknown): RequestState => states.get(raw as ServiceRequest)!;
-  const outage = createOutageTracker(options.storeStatus ?? {
+  const storeStatus = options.storeStatus ?? {
     down: (line) => console.error(`service-api: error: ${line}`),
     up: (line) => console.error(`service-api: ${line}`),
-  });
+  };
+  const outage = createOutageTracker(storeStatus);
+  const lastUse = startLastUse(store, options.recordLastUse, storeStatus);
+  const metrics = options.metrics && metricsRoute(store, options.metrics, lastUse && ((id) => lastUse.seen(id)));
   const answers = createAnswerCache();
   const explorer = explorerRoute(options.explorer);
   const cors = createCors(options.corsOrigins);
   const formatError = createErrorFormatter(onError);
   const observer = options.observer;
   const ready = readiness(store);
-  const metrics = options.metrics && metricsRoute(store, options.metrics);
   const refuse = (reason: AuthFailure, message: string) => {
     observer?.authFailed(reason);
     return unauthenticated(message);
@@ -144,7 +150,12 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
       return refuse("malformed", "Malformed API key: it should start with 'sapi_' and be copied completely");
     }
     const key = await store.verify(found.secret);
-    if (!key) return refuse("unknown", "Invalid or revoked API key");
+    if (!key) {
+      // Only now, for the message: a refused key costs a second read, and never a write.
+      const why = await store.refusal(found.secret);
+      return refuse(why, KEY_REFUSED[why]);
+    }
+    lastUse?.seen(key.id); // remembered answers included: the key authenticated this request
     trace.key = key;
     const body = request.method === "POST" ? await request.body() : "";
     if (body === null) return tooLarge(limit);
@@ -214,8 +225,11 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
     }
   };
 
-  if (!observer) return (request) => route(request, pathOf(request.url), {});
-  return async (request) => {
+  const close = async () => {
+    await lastUse?.close();
+  };
+  if (!observer) return Object.assign((request: ServiceRequest) => route(request, pathOf(request.url), {}), { close });
+  return Object.assign(async (request: ServiceRequest) => {
     const started = performance.now();
     const pathname = pathOf(request.url);
     const trace: Trace = {};
@@ -226,5 +240,5 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
     const path = pathname ?? "(invalid target)";
     observer.request({ method: request.method, path, status: response.status, ms: performance.now() - started, key: trace.key, operation });
     return response;
-  };
+  }, { close });
 }

@@ -203,7 +203,7 @@ export function listenNode(
             const timer = setTimeout(() => server.closeAllConnections(), options.shutdownTimeoutMs);
             server.close(() => (clearTimeout(timer), done()));
             server.closeIdleConnections();
-          })),
+          }).then(() => handle.close())), // then what the handler still holds (last uses not yet written)
       });
     });
   });

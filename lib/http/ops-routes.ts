@@ -7,7 +7,7 @@ import { can } from "../core/policy.ts";
 import { isWellFormedSecret } from "../core/secret.ts";
 import type { KeyStore } from "../store/key-store.ts";
 import { credential } from "./request.ts";
-import { errorResponse, JSON_TYPE, unauthenticated } from "./responses.ts";
+import { errorResponse, JSON_TYPE, KEY_REFUSED, unauthenticated } from "./responses.ts";
 import type { MetricsEndpoint, ServiceRequest, ServiceResponse } from "./types.ts";
 
 /** How long `/readyz` waits for the store before answering 503. */
@@ -84,7 +84,7 @@ export function addressMatcher(allow: readonly string[]): (address: string | und
  * `/metrics`: the exposition for allowed addresses, else for a key holding INFO:READ_ANY: from another
  * address 403 without a key or with a key lacking it, 401 with a key that is not valid.
  */
-export function metricsRoute(store: KeyStore, endpoint: MetricsEndpoint) {
+export function metricsRoute(store: KeyStore, endpoint: MetricsEndpoint, authenticated?: (id: string) => void) {
   const allowed = addressMatcher(endpoint.allow);
   return async (request: ServiceRequest): Promise<ServiceResponse> => {
     const wrong = onlyGet(request, "/metrics");
@@ -95,7 +95,8 @@ export function metricsRoute(store: KeyStore, endpoint: MetricsEndpoint) {
         return errorResponse(403, "FORBIDDEN", "/metrics is readable without a key only from the addresses in --metrics-allow; elsewhere send a key with INFO:READ_ANY");
       }
       const key = isWellFormedSecret(found.secret) ? await store.verify(found.secret) : null;
-      if (!key) return unauthenticated("Invalid or revoked API key");
+      if (!key) return unauthenticated(KEY_REFUSED[await store.refusal(found.secret)]);
+      authenticated?.(key.id); // its last use
       if (!can(key, "INFO", "READ_ANY")) return errorResponse(403, "FORBIDDEN", "Reading /metrics needs a key with INFO:READ_ANY");
     }
     const { contentType, body } = await endpoint.render();

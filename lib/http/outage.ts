@@ -47,3 +47,24 @@ export function createOutageTracker(log: StoreStatusLog, quietMs = 5_000) {
     },
   };
 }
+
+/**
+ * Tells the operator when last-use records cannot be written: once when writing fails (with the cause),
+ * once when it works again. Requests are answered meanwhile (the recorder retries off the request path),
+ * so this never makes a 503 nor counts as a store outage.
+ */
+export function createLastUseLog(log: StoreStatusLog) {
+  let failing = false;
+  return {
+    failed(error: unknown): void {
+      if (failing) return;
+      failing = true;
+      log.down(`cannot record when keys were last used, will retry (requests are answered meanwhile): ${describeStoreError(error)}`);
+    },
+    worked(): void {
+      if (!failing) return;
+      failing = false;
+      log.up("recording when keys were last used again");
+    },
+  };
+}

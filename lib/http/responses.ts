@@ -22,6 +22,11 @@ export function errorResponse(status: number, code: string, message: string, hea
 /** 401 with the `www-authenticate` challenge. */
 export const unauthenticated = (message: string): ServiceResponse =>
   errorResponse(401, "UNAUTHENTICATED", message, { "www-authenticate": "Bearer" });
+/** The message of a 401 for a well-formed key `verify` refused, by `KeyStore.refusal`'s reason. */
+export const KEY_REFUSED = {
+  unknown: "Invalid or revoked API key",
+  expired: "Expired API key: its expiry (or the grace period after it was replaced) has passed; ask for a new key",
+} as const;
 /** 413; the connection is closed, as the rest of the body is not read. */
 export const tooLarge = (limit: number): ServiceResponse =>
   errorResponse(413, "PAYLOAD_TOO_LARGE", `Request body is larger than the limit of ${limit} bytes`, { connection: "close" });

@@ -33,7 +33,7 @@ export interface RunningServer {
   url: string;
   host: string;
   port: number;
-  /** Stops accepting connections, lets requests in flight finish, then resolves. */
+  /** Stops accepting connections, lets requests in flight finish, writes the last uses it holds, then resolves. */
   close(): Promise<void>;
 }
 
@@ -64,9 +64,11 @@ export async function serve(options: ServeOptions): Promise<RunningServer> {
   const port = options.port ?? 3001;
   const deno = (globalThis as { Deno?: DenoLike }).Deno;
   if (deno) {
-    const server = deno.serve({ hostname: host, port, onListen: () => {} }, createHandler(options));
+    const handler = createHandler(options);
+    const server = deno.serve({ hostname: host, port, onListen: () => {} }, handler);
     const bound = server.addr.port;
-    return { url: `http://${urlHost(host)}:${bound}`, host, port: bound, close: () => server.shutdown() };
+    const close = () => server.shutdown().then(() => handler.close?.());
+    return { url: `http://${urlHost(host)}:${bound}`, host, port: bound, close };
   }
   const { listenNode } = await import("./node.ts");
   const limits = connectionLimits(options);

@@ -4,6 +4,7 @@
  */
 import type { KeyStore } from "../store/key-store.ts";
 import type { StoreStatusLog } from "./outage.ts";
+import type { UseRecorderOptions } from "../store/last-use.ts";
 
 /** Largest request body accepted: 1 MiB. */
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -31,6 +32,12 @@ export interface HandlerOptions {
   observer?: ServiceObserver;
   /** Serves `GET /metrics` when given (else 404); see `metrics.ts`. */
   metrics?: MetricsEndpoint;
+  /**
+   * Record when each key last authenticated a request (`lastUsedAt`), through `createUseRecorder`: the
+   * first use this server sees is written within 5 s, then at most once a minute per key, off the request
+   * path (default true). false: never written by this server. Options tune the recorder (tests, benchmarks).
+   */
+  recordLastUse?: boolean | UseRecorderOptions;
 }
 
 /** One answered request, as the access log and the metrics see it: never a secret, never a body. */
@@ -47,8 +54,11 @@ export interface RequestEvent {
   operation: "query" | "mutation" | "subscription" | "none";
 }
 
-/** Why a request was not authenticated: no key, a malformed key or header, or a key the store does not know. */
-export type AuthFailure = "missing" | "malformed" | "unknown";
+/**
+ * Why a request was not authenticated: no key, a malformed key or header, a key the store does not know
+ * (never issued, revoked or replaced), or a key whose expiry or grace period has passed.
+ */
+export type AuthFailure = "missing" | "malformed" | "unknown" | "expired";
 
 export interface ServiceObserver {
   request(event: RequestEvent): void;
@@ -68,7 +78,10 @@ export interface MetricsEndpoint {
  * A fetch-style request handler. The second argument is what `Deno.serve` passes (the client's address,
  * for the `/metrics` allow-list); other runtimes and tests may pass `{ remoteAddr: { hostname } }`.
  */
-export type FetchHandler = (request: Request, info?: { remoteAddr?: { hostname?: string } }) => Promise<Response>;
+export type FetchHandler = ((request: Request, info?: { remoteAddr?: { hostname?: string } }) => Promise<Response>) & {
+  /** Writes the last uses not yet written (see `HandlerOptions.recordLastUse`); call it when done serving. */
+  close?: () => Promise<void>;
+};
 
 /**
  * A request as the service sees it on any runtime. Adapters build it straight from the runtime's
@@ -93,5 +106,8 @@ export interface ServiceResponse<Body extends string | Uint8Array<ArrayBuffer> =
 }
 
 /** The runtime-neutral core of the service. */
-export type ServiceHandler = (request: ServiceRequest) => Promise<ServiceResponse<string | Uint8Array<ArrayBuffer>>>;
+export type ServiceHandler = ((request: ServiceRequest) => Promise<ServiceResponse<string | Uint8Array<ArrayBuffer>>>) & {
+  /** Writes the last uses not yet written and stops the recorder's timer: call it once the server is closed. */
+  close(): Promise<void>;
+};
 

@@ -19,6 +19,8 @@ export interface ServeFlags {
   explorer?: boolean;
   corsOrigin?: string;
   metricsAllow?: string;
+  /** False with `--no-last-use`: this server does not record when keys were last used. */
+  lastUse?: boolean;
 }
 
 type Env = Record<string, string | undefined>;
@@ -48,6 +50,18 @@ export function resolveMetricsAllow(flag: string | undefined, env: Env = process
 }
 
 /**
+ * Whether the server records last use: off with `--no-last-use` or `SERVICE_API_LAST_USE=off` (also
+ * `0`, `false`, `no`), else on. Anything else in the variable is a mistake, said at start-up.
+ */
+export function resolveLastUse(flag: boolean | undefined, env: Env = process.env): boolean {
+  if (flag === false) return false;
+  const raw = (env.SERVICE_API_LAST_USE ?? "").trim().toLowerCase();
+  if (["", "on", "1", "true", "yes"].includes(raw)) return true;
+  if (["off", "0", "false", "no"].includes(raw)) return false;
+  throw new ServiceError("USAGE", `Invalid SERVICE_API_LAST_USE '${raw}': use on or off`);
+}
+
+/**
  * Runs the service until SIGTERM or SIGINT.
  * @example await runServe({ port: 0 }, { log: console.error })
  */
@@ -60,6 +74,7 @@ export async function runServe(
   const port = resolvePort(flags.port, env);
   const corsOrigins = resolveCorsOrigins(flags.corsOrigin, env);
   const allow = resolveMetricsAllow(flags.metricsAllow, env);
+  const recordLastUse = resolveLastUse(flags.lastUse, env);
   const [{ serve }, { addressMatcher, createMetrics, createServiceLog, observers }] = await Promise.all([
     import("../../http/serve.ts"),
     import("../../http/ops.ts"),
@@ -89,6 +104,7 @@ export async function runServe(
       corsOrigins,
       observer: observers(log, metrics),
       metrics,
+      recordLastUse,
       // The client got a generic 500; the operator gets the message (and the stack at LOG_LEVEL=debug).
       onError: (error) => {
         log.line("error", `internal error: ${redactSecrets(error instanceof Error ? error.message : String(error))}`);
@@ -129,6 +145,10 @@ export const command: CommandDef<ServeFlags> = {
     {
       flag: "--metrics-allow <addresses>",
       help: "Addresses that may read /metrics without a key, comma-separated IPs or IPv4 CIDRs (env SERVICE_API_METRICS_ALLOW, default 127.0.0.1,::1); others need an INFO:READ_ANY key",
+    },
+    {
+      flag: "--no-last-use",
+      help: "Do not record when keys were last used (env SERVICE_API_LAST_USE=off); by default the first use is written within 5 s, then at most once a minute per key",
     },
   ],
   examples: ["service-api serve --port 3001"],
