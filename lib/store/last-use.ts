@@ -40,6 +40,12 @@ export function createUseRecorder(store: Pick<KeyStore, "recordUse">, options: U
   const written = new Map<string, number>(); // id -> when this server last wrote it
   let timer: ReturnType<typeof setInterval> | undefined;
   let writing: Promise<void> = Promise.resolve();
+  let closed = false;
+  const arm = () => {
+    if (timer || closed) return;
+    timer = setInterval(tick, tickMs);
+    timer.unref?.();
+  };
 
   const write = (force: boolean) => {
     const at = now();
@@ -49,15 +55,23 @@ export function createUseRecorder(store: Pick<KeyStore, "recordUse">, options: U
       if (force || last === undefined || at - last >= intervalMs) due.set(id, used);
     }
     if (!due.size) return writing;
+    const before = new Map<string, number | undefined>();
     for (const [id] of due) {
       pending.delete(id);
+      before.set(id, written.get(id));
       written.delete(id); // re-inserted last: the map stays in order of writing, oldest first
       written.set(id, at);
     }
     while (written.size > WRITTEN_MAX) written.delete(written.keys().next().value!);
     writing = writing.then(() => store.recordUse(due)).catch((error) => {
-      for (const [id, used] of due) if (!((pending.get(id) ?? 0) > used)) pending.set(id, used); // retried next tick
+      // Not written: pending again, as if never attempted, so the next tick retries it (not a minute later).
+      for (const [id, used] of due) {
+        if (!((pending.get(id) ?? 0) > used)) pending.set(id, used);
+        const last = before.get(id);
+        if (written.get(id) === at) last === undefined ? written.delete(id) : written.set(id, last);
+      }
       options.onError?.(error);
+      arm();
     });
     return writing;
   };
@@ -73,13 +87,11 @@ export function createUseRecorder(store: Pick<KeyStore, "recordUse">, options: U
   return {
     seen(id) {
       pending.set(id, now());
-      if (!timer) {
-        timer = setInterval(tick, tickMs);
-        timer.unref?.();
-      }
+      arm();
     },
     flush: () => write(true),
     close: async () => {
+      closed = true;
       if (timer) clearInterval(timer);
       timer = undefined;
       await write(true);
