@@ -415,12 +415,11 @@ describe("audit trail on Redis", () => {
   });
 });
 
-// Known gap, in the store core (lib/store/key-store.ts, not the logs): an overwrite's event names the key it read
-// before its swap (`replaced`), but a concurrent overwrite of the same name may swap in between, and the key then
-// swapped out and discarded is named by no event. Marked `fails` so that it turns red the day the core swaps only
-// the key it read (compare and swap, appending a new event when it moved on), which is the fix.
-describe("known gap: concurrent overwrites of one name", () => {
-  it.fails("every key an overwrite removed is named by an event", async () => {
+// An overwrite's event names the key it read (`replaced`); it commits by compare-and-swap against that key, and
+// reads again (with a new event) when a concurrent overwrite moved the name on. Before, it swapped blindly and the
+// key a concurrent overwrite had swapped in was discarded with no event naming it.
+describe("concurrent overwrites of one name", () => {
+  it("every key an overwrite removed is named by an event", async () => {
     const storage = createStorage();
     const atomic = createLocalAtomicIndex(storage);
     const audit = createMemoryAuditLog();

@@ -14,6 +14,12 @@ export interface AtomicIndex {
   claim(key: string, value: string): Promise<boolean>;
   /** Sets `key` to `value` and returns the value it replaced, if any. */
   swap(key: string, value: string): Promise<string | null>;
+  /**
+   * Optional: sets `key` to `value` only while it holds `expected` (compare and swap); true when this call
+   * set it. Overwrites use it so that the key their audit event names is the key they replace. Without
+   * it the store falls back to `swap`, and an event may then name another key than the one replaced.
+   */
+  swapIf?(key: string, expected: string, value: string): Promise<boolean>;
   /** Removes `key` and returns its value; of concurrent callers exactly one gets it. */
   take(key: string): Promise<string | null>;
   /** Removes `key` only if it holds `value` (compare and delete); true when this call removed it. */
@@ -59,6 +65,12 @@ export function createLocalAtomicIndex(storage: Storage): AtomicIndex {
         const previous = await read(key);
         await storage.setItem(key, value);
         return previous;
+      }),
+    swapIf: (key, expected, value) =>
+      serial(async () => {
+        if ((await read(key)) !== expected) return false;
+        await storage.setItem(key, value);
+        return true;
       }),
     take: (key) =>
       serial(async () => {

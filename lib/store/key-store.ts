@@ -30,8 +30,9 @@
  * Races on one key (reasoned per pair; tests/races.test.ts runs them in a loop on files and Redis):
  * - update, deleteById and the clean-up after an overwrite or deleteByName hold the key's lock
  *   (`exclusive("keys:<id>")`), so they never interleave: two renames of one key run one after the other.
- * - create claims a name only when it is absent; overwrite swaps it and deleteByName takes it without the
- *   key's lock, atomically. Every other removal of a name entry is compare-and-delete (`takeIf`), so
+ * - create claims a name only when it is absent; overwrite swaps it only while it holds the key read
+ *   before (compare and swap, so its audit event names the key it replaces), and deleteByName takes it
+ *   the same way (compare and delete), both without the key's lock, atomically. Every other removal of a name entry is compare-and-delete (`takeIf`), so
  *   nothing removes an entry that has moved on to another key.
  * - A rename claims the new name, rewrites the record, then takes the old name only if it still points
  *   at this key. If an overwrite or delete took it first, the rename loses: it releases the new name and
@@ -211,35 +212,54 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
           await discard(record).catch(() => {}); // one of the two may have been written (a full disk)
           throw error;
         });
-        try {
-          const replacing = overwrite && isKeyId(existing) ? existing : undefined;
-          await audit(replacing ? "overwrite" : "create", record, { actor }, replacing ? { replaced: replacing } : undefined);
-          if (replacing && graceMs) await startGrace(replacing, now() + graceMs, { actor });
-        } catch (error) {
-          await discard(record).catch(() => {});
-          throw error;
-        }
-        if (overwrite) {
-          // Bumped before the swap as well as after: a process killed between the two must not leave
-          // other processes trusting remembered verifications of the key it replaced.
-          if (existing !== null) await bumpRevision();
-          const previous = await atomic.swap(names, record.id);
-          if (previous && previous !== record.id) {
-            await bumpRevision();
-            // Not if a rename moved it to another name first (update then overwrite): it lives on there.
-            // Nor if it is in the grace period this overwrite gave it.
-            await atomic.exclusive(`keys:${previous}`, async () => {
-              const replaced = await readRecord(previous);
-              if (await live(replaced)) return;
-              if (graceMs && previous === existing && (await inGrace(replaced))) return;
-              await discard(replaced);
-            });
+        // The event names the key the name holds when it is read; the commit is a compare-and-swap against that
+        // same value (or a claim of an absent name), so the key replaced is always the key the event names. A
+        // race lost to another overwrite reads the name again, with a new event (see the top of this file).
+        let current = existing;
+        let previous: string | null = null;
+        for (let attempt = 1; ; attempt++) {
+          try {
+            const replacing = overwrite && isKeyId(current) ? current : undefined;
+            await audit(replacing ? "overwrite" : "create", record, { actor }, replacing ? { replaced: replacing } : undefined);
+            if (replacing && graceMs) await startGrace(replacing, now() + graceMs, { actor });
+          } catch (error) {
+            await discard(record).catch(() => {});
+            throw error;
           }
-          debug(`create: ${previous ? `replaced key ${previous} with` : "stored"} ${record.id}`);
-        } else if (!(await atomic.claim(names, record.id))) {
-          await discard(record);
-          throw taken();
+          if (current === null) {
+            if (await atomic.claim(names, record.id)) break;
+          } else {
+            // Bumped before the swap as well as after: a process killed between the two must not leave
+            // other processes trusting remembered verifications of the key it replaced.
+            await bumpRevision();
+            if (!atomic.swapIf) {
+              previous = await atomic.swap(names, record.id);
+              break;
+            }
+            if (await atomic.swapIf(names, current, record.id)) {
+              previous = current;
+              break;
+            }
+          }
+          if (!overwrite || attempt >= 64) {
+            await discard(record);
+            if (!overwrite) throw taken();
+            throw new ServiceError("STORE_UNAVAILABLE", `Key store unavailable: the name '${input.name}' kept changing while being overwritten`);
+          }
+          current = await readId(names);
         }
+        if (previous && previous !== record.id) {
+          await bumpRevision();
+          // Not if a rename moved it to another name first (update then overwrite): it lives on there.
+          // Nor if it is in the grace period this overwrite gave it.
+          await atomic.exclusive(`keys:${previous}`, async () => {
+            const replaced = await readRecord(previous);
+            if (await live(replaced)) return;
+            if (graceMs && (await inGrace(replaced))) return;
+            await discard(replaced);
+          });
+        }
+        if (overwrite) debug(`create: ${previous ? `replaced key ${previous} with` : "stored"} ${record.id}`);
         debug(`create: key ${record.id} committed in ${Date.now() - started} ms`);
         return { ...publicView(record), key: secret };
       }),

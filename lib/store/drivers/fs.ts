@@ -261,6 +261,17 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
         await release();
       }
     },
+    async swapIf(key, expected, value) {
+      const path = pathOf(key);
+      const release = await lock(path);
+      try {
+        if ((await read(path)) !== expected) return false;
+        await write(path, value);
+        return true;
+      } finally {
+        await release();
+      }
+    },
     // take and takeIf hold the same per-entry lock as swap, so a value read under it is the value
     // removed: nothing can replace the entry between the read and the unlink (claim fails while it exists).
     async take(key) {

@@ -7,6 +7,7 @@
  *
  *   claim  SET key value NX          (of N simultaneous creates of one name, on any host, one wins)
  *   swap   SET key value GET         (Redis >= 6.2)
+ *   swapIf a Lua compare-and-set
  *   take   GETDEL key                (Redis >= 6.2)
  *   takeIf a Lua script: GET, compare, DEL (compare and delete of a name entry)
  *   exclusive  a lease: SET locks:<key> token NX PX, released by a Lua compare-and-delete
@@ -37,6 +38,13 @@ import { redactRedisUrl, redisRedactor } from "./_redis-url.ts";
 const TAKE_IF = `if redis.call("GET", KEYS[1]) == ARGV[1] then
   redis.call("DEL", KEYS[1])
   redis.call("SREM", KEYS[2], ARGV[2])
+  return 1
+end
+return 0`;
+
+const SWAP_IF = `if redis.call("GET", KEYS[1]) == ARGV[1] then
+  redis.call("SET", KEYS[1], ARGV[2])
+  redis.call("SADD", KEYS[2], ARGV[3])
   return 1
 end
 return 0`;
@@ -245,6 +253,9 @@ export async function openRedisBackend(url: string, options: RedisBackendOptions
       const [taken] = await results(client.multi().getdel(redisKey(key)).srem(membersOf(key), key).exec(), storedOrNil, isCount);
       return (taken as string | null) ?? null;
     }),
+    swapIf: wrap(async (key, expected, value) =>
+      shaped(await client.eval(SWAP_IF, 2, redisKey(key), membersOf(key), expected, value, key), isFlag) === 1
+    ),
     takeIf: wrap(async (key, value) =>
       shaped(await client.eval(TAKE_IF, 2, redisKey(key), membersOf(key), value, key), isFlag) === 1
     ),
