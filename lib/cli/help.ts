@@ -18,6 +18,7 @@ export const ENVIRONMENT: readonly [string, string][] = [
   ["LOG_FORMAT", "serve: json writes every service line (access, warnings, listening) as JSON"],
   ["SERVICE_API_CORS_ORIGINS", "serve: browser origins allowed to call /graphql, as --cors-origin"],
   ["SERVICE_API_METRICS_ALLOW", "serve: addresses that may read /metrics without a key, as --metrics-allow"],
+  ["SERVICE_API_LAST_USE", "serve: off stops recording when keys were last used, as --no-last-use"],
   ["NO_COLOR", "Prompts without colours"],
 ];
 
