@@ -104,10 +104,14 @@ export async function startServer(argvOf, { env = {}, portFromStdout = false } =
 export const startService = (store, { cli = join(ROOT, "dist/cli.cjs"), env = {} } = {}) =>
   startServer((port) => [cli, "serve", "--port", String(port), "--store", store], { env });
 
-/** The Mercurius peer (bench/mercurius-server.mjs) knowing `keys` ([{ key, id, name, roles }]). */
+/**
+ * The Mercurius peer (bench/mercurius-server.mjs) knowing `keys` ([{ key, id, name, roles }]), with
+ * NODE_ENV=production as a deployment would run it: the service's bundle has it built in (graphql-js
+ * skips its cross-realm `instanceof` checks then).
+ */
 export function startMercurius(keys, keysFile) {
   writeFileSync(keysFile, JSON.stringify(keys), { mode: 0o600 });
-  return startServer(() => [join(ROOT, "bench/mercurius-server.mjs"), "--keys", keysFile], { portFromStdout: true });
+  return startServer(() => [join(ROOT, "bench/mercurius-server.mjs"), "--keys", keysFile], { portFromStdout: true, env: { NODE_ENV: "production" } });
 }
 
 /** The floor: bench/bare-server.mjs, node:http answering a constant body. */

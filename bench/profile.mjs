@@ -26,11 +26,13 @@ const keysFile = join(work, "keys.json");
 writeFileSync(keysFile, JSON.stringify([key]), { mode: 0o600 });
 
 const QUERIES = { me: "{ me { id name } }", info: "{ me { id name } info { hostname } }" };
+// NODE_ENV=production everywhere: dist/cli.cjs's bundle has it built in (scripts/build.mjs), and
+// without it graphql-js's cross-realm `instanceof` checks would show in the profile of dist/lib.
 const SERVERS = {
-  "service (as shipped)": { target: "service", env: { LOG_LEVEL: "" } },
-  "service LOG_LEVEL=warn": { target: "service", env: { LOG_LEVEL: "warn" } },
-  "service, no log, no metrics": { target: "service-quiet", env: { LOG_LEVEL: "warn" } },
-  mercurius: { target: "mercurius", env: {} },
+  "service (as shipped)": { target: "service", env: { LOG_LEVEL: "", NODE_ENV: "production" } },
+  "service LOG_LEVEL=warn": { target: "service", env: { LOG_LEVEL: "warn", NODE_ENV: "production" } },
+  "service, no log, no metrics": { target: "service-quiet", env: { LOG_LEVEL: "warn", NODE_ENV: "production" } },
+  mercurius: { target: "mercurius", env: { NODE_ENV: "production" } },
 };
 
 /** Which part of the stack a profile node belongs to. */
