@@ -110,11 +110,14 @@ async function service() {
     mercurius: { start: () => startMercurius([key], join(work, "mercurius-keys.json")), secret: key.key },
     bare: { start: startBare, secret: key.key },
     warn: { start: () => startService(small, { env: { LOG_LEVEL: "warn" } }), secret: key.key },
+    // Last-use recording is on by default (issue 14): the same service with it off, to price it.
+    nouse: { start: () => startService(small, { env: { LOG_LEVEL: "", SERVICE_API_LAST_USE: "off" } }), secret: key.key },
     big: { start: () => startService(big, { env: { LOG_LEVEL: "" } }), secret: bigKey.key, only: "me" },
   };
   for (const s of Object.values(servers)) Object.assign(s, await s.start());
   await sameAnswers(servers.service, servers.mercurius, key.key);
   await sameAnswers(servers.service, servers.warn, key.key);
+  await sameAnswers(servers.service, servers.nouse, key.key);
 
   const loadOn = (s, q, duration) =>
     load({ url: `${s.url}/graphql`, headers: auth(s.secret), body: body(q), connections: P.connections, duration, pid: s.pid });
@@ -154,6 +157,10 @@ async function service() {
     `${label("info")}: ${ratio("info", "service", "bare", "rps").toFixed(2)} of bare`);
   report(`service at LOG_LEVEL=warn (no access log) vs the default, ${label("me")} (server CPU per request)`, cpu("me", "warn"), cpu("me", "service"), ratio("me", "warn", "service", "cpuUs"), null,
     `${label("info")}: ${cpu("info", "warn")} vs ${cpu("info", "service")}, ${ratio("info", "warn", "service", "cpuUs").toFixed(2)}; metrics stay on`);
+  for (const q of Object.keys(QUERIES)) {
+    report(`last-use recording on (default) vs off, ${label(q)} (server CPU per request)`, cpu(q, "service"), cpu(q, "nouse"), ratio(q, "service", "nouse", "cpuUs"), "<=1.05",
+      `req/s ${ratio(q, "service", "nouse", "rps").toFixed(2)}x`);
+  }
   report(`service with ${P.big} keys vs 10 keys (req/s)`, rps("me", "big"), rps("me", "service"), ratio("me", "big", "service", "rps"), ">=0.83",
     `CPU per request ${ratio("me", "big", "service", "cpuUs").toFixed(2)}x`);
 

@@ -27,6 +27,8 @@ it("npm run bench -- --quick prints the table of ratios", async () => {
     [`service ${INFO} vs Mercurius (p99 latency)`, "<=1.0"],
     [`service ${ME} vs bare node:http`, "report"],
     ["LOG_LEVEL=warn", "report"],
+    [`last-use recording on (default) vs off, ${ME}`, "<=1.05"],
+    [`last-use recording on (default) vs off, ${INFO}`, "<=1.05"],
     ["service with", ">=0.83"],
     ["peak RSS", "report"],
   ];
