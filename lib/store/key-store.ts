@@ -1,5 +1,8 @@
 /**
- * The key store, over any unstorage `Storage`. Layout:
+ * The key store, over any unstorage `Storage`. Creating and replacing keys is in `_create.ts`, removing them in
+ * `_remove.ts`, verifying in `_verify.ts`; updates, reads and last use are here. The rules they keep together:
+ *
+ * Layout:
  *
  *   keys:<id>            the key's record (public fields + SHA-256 of the secret)
  *   names:<sha256(name)> the id of the live key with that name   <- the commit point
@@ -59,34 +62,28 @@
  * create or overwrite that finds room at that very moment is not serialized against them.
  */
 import { createStorage } from "unstorage";
-import type { ApiKeyInfo, AuditAction, AuditEvent, KeyPatch, StoredKey } from "../core/model.ts";
+import type { ApiKeyInfo, StoredKey } from "../core/model.ts";
 import { isServiceError, ServiceError } from "../core/errors.ts";
 import { randomUUID } from "node:crypto";
-import { generateSecret } from "../core/secret.ts";
-import { MAX_GRACE_MS, untilOf } from "../core/lifecycle.ts";
-import { checkKeyInput, checkKeyPatch, lookupName } from "./_input.ts";
+import { untilOf } from "../core/lifecycle.ts";
+import { checkKeyPatch, lookupName } from "./_input.ts";
 import { isKeyId } from "../core/input.ts";
 import { describeSystemError } from "./_system-errors.ts";
-import { hashOf, isStoredKey, salvaged } from "./_record.ts";
 import { createEntries, publicView } from "./_entries.ts";
 import { createVerifier } from "./_verify.ts";
 import { createMemoryAuditLog, localActor } from "./audit.ts";
-import { sha256Hex } from "../core/secret.ts";
+import { iso, type StoreContext } from "./_context.ts";
+import { createRemovals } from "./_remove.ts";
+import { createCreate } from "./_create.ts";
 
 export { type AtomicIndex, createLocalAtomicIndex } from "./atomic.ts";
 import { createLocalAtomicIndex } from "./atomic.ts";
 export type { ChangeOptions, CreateOptions, KeyBackend, KeyStore, KeyStoreOptions, Refusal, VerifiedKey } from "./types.ts";
-import type { ChangeOptions, KeyStore, KeyStoreOptions } from "./types.ts";
-
-/** A revocation's first bump may fail on a full disk; the removal frees space and the bump after it must work. */
-const tolerateNoSpace = (error: unknown) => {
-  if (!["ENOSPC", "EDQUOT"].includes((error as { code?: string })?.code ?? "")) throw error;
-};
+import type { KeyStore, KeyStoreOptions } from "./types.ts";
 
 const REVISION = "meta:revision";
 /** Name entries read per batch by `list`. */
 const LIST_CHUNK = 256;
-const iso = (ms: number) => new Date(ms).toISOString();
 const UPDATABLE = ["name", "description", "roles", "permissions", "expiresAt"] as const;
 
 /**
@@ -104,17 +101,22 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
   const auditLog = options.audit ?? createMemoryAuditLog();
   const now = options.now ?? Date.now;
   const entries = createEntries(storage, debug);
-  const { nameKey, graceKey, readRecord, readId, live, inGrace, discard } = entries;
+  const { nameKey, readRecord, readId, live, discard } = entries;
 
-  /** Marks that some key was revoked or changed: every process's remembered verifications lapse. */
-  const bumpRevision = () => (atomic.bump ? atomic.bump(REVISION) : storage.setItem(REVISION, randomUUID()));
-  const readRevision = atomic.version
-    ? () => atomic.version!(REVISION)
-    : async () => String((await storage.getItem(REVISION)) ?? "");
-
-  /** Appends the event of a change about to be made (write-ahead: see the top of this file). */
-  const audit = (action: AuditAction, key: { id: string; name: string }, change: ChangeOptions, extra?: Partial<AuditEvent>) =>
-    auditLog.append({ at: iso(now()), action, id: key.id, name: key.name, actor: change.actor ?? options.actor ?? localActor(), ...extra });
+  const ctx: StoreContext = {
+    storage,
+    atomic,
+    entries,
+    now,
+    debug,
+    bumpRevision: () => (atomic.bump ? atomic.bump(REVISION) : storage.setItem(REVISION, randomUUID())),
+    readRevision: atomic.version ? () => atomic.version!(REVISION) : async () => String((await storage.getItem(REVISION)) ?? ""),
+    audit: (action, key, change, extra) =>
+      auditLog.append({ at: iso(now()), action, id: key.id, name: key.name, actor: change.actor ?? options.actor ?? localActor(), ...extra }),
+  };
+  const { bumpRevision, readRevision, audit } = ctx;
+  const removals = createRemovals(ctx);
+  const create = createCreate(ctx, removals.removeById);
 
   const storeError = (what: string, error: unknown): ServiceError => {
     if (isServiceError(error)) return error;
@@ -142,188 +144,18 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
     },
   });
 
-  /**
-   * Removes the key `id` (live, or in its grace period) if `wanted` still holds under its lock: the event,
-   * then the commit point (its name or grace entry taken by compare-and-delete), then the rest.
-   */
-  const removeById = (id: string, action: AuditAction, options: ChangeOptions, wanted: (record: StoredKey) => boolean = () => true) =>
-    atomic.exclusive(`keys:${id}`, async (): Promise<ApiKeyInfo | null> => {
-      const record = await readRecord(id);
-      if (!record || !wanted(record)) return null;
-      const entry = (await live(record)) ? nameKey(record.name) : (await inGrace(record)) ? graceKey(record.name) : null;
-      if (!entry) return null;
-      await audit(action, record, options);
-      await bumpRevision().catch(tolerateNoSpace); // before too, in case this process dies mid-way
-      // Compare and delete: an overwrite may have moved the name on meanwhile; then this key is gone already.
-      if (!(await atomic.takeIf(entry, id))) return null;
-      await bumpRevision();
-      await discard(record);
-      return publicView(record, entry !== nameKey(record.name));
-    });
 
-  /** Keys replaced by an overwrite whose grace entry stands, with their records (a listing: for list only). */
-  const graced = async (): Promise<StoredKey[]> => {
-    const ids = (await storage.getItems(await storage.getKeys("grace"))).map(({ value }) => value).filter(isKeyId);
-    const records = await storage.getItems(ids.map((id) => `keys:${id}`));
-    const found: StoredKey[] = [];
-    for (const [i, { value }] of records.entries()) {
-      const record = entries.checked(ids[i], value);
-      if (record?.graceUntil && !(await live(record))) found.push(record);
-    }
-    return found;
-  };
-
-  /** True when a key's expiry or grace period has passed. */
-  const ended = (key: ApiKeyInfo) => now() >= Math.min(untilOf(key.expiresAt), untilOf(key.graceUntil));
 
   const store: KeyStore = {
-    create: (rawInput, { overwrite = false, graceMs, actor } = {}) =>
-      guard("create a key", async () => {
-        const input = checkKeyInput(rawInput, now()); // the CLI's and GraphQL's rules, whoever calls
-        if (graceMs !== undefined && (!overwrite || !(graceMs > 0 && graceMs <= MAX_GRACE_MS))) {
-          throw new ServiceError("INVALID_INPUT", overwrite ? "A grace period is more than 0 and at most 24h" : "A grace period needs --overwrite");
-        }
-        const started = Date.now();
-        const names = nameKey(input.name);
-        const taken = () =>
-          new ServiceError("NAME_TAKEN", `API key with name '${input.name}' already exists. Use --overwrite to replace it.`);
-        const existing = await readId(names);
-        if (!overwrite && existing !== null) throw taken();
+    create: (input, options) => guard("create a key", () => create(input, options)),
 
-        // The revision file exists from the first key on, so that a later revocation can bump it in place
-        // without new space (a delete must work on a full disk). One read; a write only the first time.
-        if (!(await readRevision())) await bumpRevision();
-        const secret = generateSecret();
-        const record: StoredKey = {
-          id: randomUUID(),
-          name: input.name,
-          ...(input.description ? { description: input.description } : {}),
-          roles: [...input.roles],
-          permissions: input.permissions.map((p) => ({ resource: p.resource, actions: [...p.actions] })),
-          createdAt: iso(now()),
-          ...(input.expiresAt ? { expiresAt: input.expiresAt } : {}),
-          hash: sha256Hex(secret),
-        };
-        // Both entries are durable before the name entry commits the key; they can be written together.
-        await Promise.all([
-          storage.setItem(`keys:${record.id}`, record),
-          storage.setItem(`secrets:${record.hash}`, record.id),
-        ]).catch(async (error) => {
-          await discard(record).catch(() => {}); // one of the two may have been written (a full disk)
-          throw error;
-        });
-        // The event names the key the name holds when it is read; the commit is a compare-and-swap against that
-        // same value (or a claim of an absent name), so the key replaced is always the key the event names. A
-        // race lost to another overwrite reads the name again, with a new event (see the top of this file).
-        let current = existing;
-        let previous: string | null = null;
-        for (let attempt = 1; ; attempt++) {
-          try {
-            const replacing = overwrite && isKeyId(current) ? current : undefined;
-            await audit(replacing ? "overwrite" : "create", record, { actor }, replacing ? { replaced: replacing } : undefined);
-            if (replacing && graceMs) await startGrace(replacing, now() + graceMs, { actor });
-          } catch (error) {
-            await discard(record).catch(() => {});
-            throw error;
-          }
-          if (current === null) {
-            if (await atomic.claim(names, record.id)) break;
-          } else {
-            // Bumped before the swap as well as after: a process killed between the two must not leave
-            // other processes trusting remembered verifications of the key it replaced.
-            await bumpRevision();
-            if (!atomic.swapIf) {
-              previous = await atomic.swap(names, record.id);
-              break;
-            }
-            if (await atomic.swapIf(names, current, record.id)) {
-              previous = current;
-              break;
-            }
-          }
-          if (!overwrite || attempt >= 64) {
-            await discard(record);
-            if (!overwrite) throw taken();
-            throw new ServiceError("STORE_UNAVAILABLE", `Key store unavailable: the name '${input.name}' kept changing while being overwritten`);
-          }
-          current = await readId(names);
-        }
-        if (previous && previous !== record.id) {
-          await bumpRevision();
-          // Not if a rename moved it to another name first (update then overwrite): it lives on there.
-          // Nor if it is in the grace period this overwrite gave it.
-          await atomic.exclusive(`keys:${previous}`, async () => {
-            const replaced = await readRecord(previous);
-            if (await live(replaced)) return;
-            if (graceMs && (await inGrace(replaced))) return;
-            await discard(replaced);
-          });
-        }
-        if (overwrite) debug(`create: ${previous ? `replaced key ${previous} with` : "stored"} ${record.id}`);
-        debug(`create: key ${record.id} committed in ${Date.now() - started} ms`);
-        return { ...publicView(record), key: secret };
-      }),
-
-    deleteByName: (rawName, options = {}) =>
-      guard("delete a key", async () => {
-        const name = lookupName(rawName);
-        const names = nameKey(name);
-        let deleted: ApiKeyInfo | null = null;
-        // The event first, for the id the name holds now; then compare-and-delete that id. Lost to a concurrent
-        // overwrite or rename: read the name again.
-        for (let id = await readId(names); id !== null; id = await readId(names)) {
-          const record = await readRecord(id);
-          await audit("delete", { id, name: record?.name ?? name }, options);
-          // Before too, in case this process dies mid-way. A store from before the revision was made at the first
-          // create may have no revision file: on a full disk, remove the key first (freeing space), then bump.
-          await bumpRevision().catch(tolerateNoSpace);
-          if (!(await atomic.takeIf(names, id))) continue;
-          await bumpRevision();
-          if (record) {
-            await atomic.exclusive(`keys:${record.id}`, () => discard(record)); // after any rename in flight
-            deleted = publicView(record);
-          } else if (isKeyId(id)) {
-            // The name led to a malformed or missing record: its name entry is gone; remove what is left of it.
-            await atomic.exclusive(`keys:${id}`, async () => {
-              const left = await storage.getItem(`keys:${id}`);
-              if (!isStoredKey(left, id) || (await readId(nameKey(left.name))) !== id) {
-                await discard({ id, hash: hashOf(left) ?? "" });
-              }
-            });
-            debug(`delete: removed what was left of key ${id}`);
-            deleted = salvaged(id, name);
-          }
-          break;
-        }
-        // The key it replaced, if still in its grace period: deleting a name stops every secret it had.
-        const old = await readId(graceKey(name));
-        if (isKeyId(old)) {
-          const gone = await removeById(old, "delete", options);
-          deleted ??= gone;
-        }
-        debug(deleted ? `delete: removed key ${deleted.id}` : "delete: no key has that name");
-        return deleted;
-      }),
+    deleteByName: (name, options) => guard("delete a key", () => removals.deleteByName(name, options)),
 
     deleteById: (id, options = {}) =>
       // A malformed id names no key; it must not reach the lock either (it becomes a file name there).
-      guard("delete a key", async () => (isKeyId(id) ? removeById(id, "delete", options) : null)),
+      guard("delete a key", async () => (isKeyId(id) ? removals.removeById(id, "delete", options) : null)),
 
-    deleteExpired: (options = {}) =>
-      guard("delete expired keys", async () => {
-        const removed: ApiKeyInfo[] = [];
-        // Checked again under each key's lock: an update may have moved its expiry meanwhile.
-        for (const key of (await store.list()).filter(ended)) {
-          const gone = await removeById(key.id, "prune", options, (record) => ended(publicView(record, true)));
-          if (gone) removed.push(gone);
-        }
-        // Grace entries of keys that are live again (an overwrite killed before its swap) carry no key: drop them.
-        for (const { key, value } of await storage.getItems(await storage.getKeys("grace"))) {
-          const record = await readRecord(typeof value === "string" ? value : null);
-          if (record && (await live(record)) && ended(publicView(record, true))) await atomic.takeIf(key, record.id);
-        }
-        return removed;
-      }),
+    deleteExpired: (options) => guard("delete expired keys", () => removals.deleteExpired(store.list, options)),
 
     update: (id, rawPatch, options = {}) =>
       guard("update a key", () => {
@@ -388,7 +220,7 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
             if (record && ids[i].key === nameKey(record.name)) found.push(publicView(record));
           });
         }
-        for (const record of await graced()) found.push(publicView(record, true));
+        for (const record of await removals.graced()) found.push(publicView(record, true));
         // ISO timestamps order as plain strings (localeCompare costs ~100 ms over 10,000 keys).
         return found.sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.name.localeCompare(b.name)));
       }),
@@ -419,21 +251,6 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
       await storage.dispose();
     },
   };
-
-  /**
-   * Marks the live key `id` as replaced-with-grace until `until` (ms), before its name moves on. A key of
-   * that name still in an earlier grace period is removed: a name has at most two working secrets.
-   */
-  async function startGrace(id: string, until: number, change: ChangeOptions) {
-    await atomic.exclusive(`keys:${id}`, async () => {
-      const old = await live(await readRecord(id));
-      if (!old) return;
-      const earlier = await readId(graceKey(old.name));
-      if (isKeyId(earlier) && earlier !== id) await removeById(earlier, "delete", change);
-      await storage.setItem(`keys:${id}`, { ...old, graceUntil: iso(Math.min(until, untilOf(old.expiresAt))) });
-      await storage.setItem(graceKey(old.name), id);
-    });
-  }
 
   return store;
 }
