@@ -145,13 +145,12 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
     if (Number(request.headers.get("content-length") ?? 0) > limit) return tooLarge(limit);
     const found = credential(request.headers);
     if ("problem" in found) return refuse(found.problem.startsWith("Missing") ? "missing" : "malformed", found.problem);
-    // `verify` checks the checksum first (a mistyped or made-up key never reaches the store), so the
-    // handler does not check it again on the way in: only a refused key is asked why.
+    // The checksum catches mistyped and made-up keys without touching the store.
+    if (!isWellFormedSecret(found.secret)) {
+      return refuse("malformed", "Malformed API key: it should start with 'sapi_' and be copied completely");
+    }
     const key = await store.verify(found.secret);
     if (!key) {
-      if (!isWellFormedSecret(found.secret)) {
-        return refuse("malformed", "Malformed API key: it should start with 'sapi_' and be copied completely");
-      }
       // Only now, for the message: a refused key costs a second read, and never a write.
       const why = await store.refusal(found.secret);
       return refuse(why, KEY_REFUSED[why]);

@@ -4,6 +4,7 @@
  * process is up) stays in `handler.ts`.
  */
 import { can } from "../core/policy.ts";
+import { isWellFormedSecret } from "../core/secret.ts";
 import type { KeyStore } from "../store/key-store.ts";
 import { credential } from "./request.ts";
 import { errorResponse, JSON_TYPE, KEY_REFUSED, unauthenticated } from "./responses.ts";
@@ -93,7 +94,7 @@ export function metricsRoute(store: KeyStore, endpoint: MetricsEndpoint, authent
       if ("problem" in found) {
         return errorResponse(403, "FORBIDDEN", "/metrics is readable without a key only from the addresses in --metrics-allow; elsewhere send a key with INFO:READ_ANY");
       }
-      const key = await store.verify(found.secret); // refuses a malformed secret without a store read
+      const key = isWellFormedSecret(found.secret) ? await store.verify(found.secret) : null;
       if (!key) return unauthenticated(KEY_REFUSED[await store.refusal(found.secret)]);
       authenticated?.(key.id); // its last use
       if (!can(key, "INFO", "READ_ANY")) return errorResponse(403, "FORBIDDEN", "Reading /metrics needs a key with INFO:READ_ANY");
