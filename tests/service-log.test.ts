@@ -3,9 +3,12 @@
 // with LOG_FORMAT=json, for the service's other lines too; failed authentications as rate-limited
 // warnings; and never a secret, at any level.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { cliWithStore } from "./helpers/cli.ts";
+import { spawnSync } from "node:child_process";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { cliWithStore, ROOT } from "./helpers/cli.ts";
 import { gql, startServer } from "./helpers/server.ts";
-import { createServiceLog } from "../lib/http/service-log.ts";
+import { createServiceLog, FLUSH_BYTES, FLUSH_MS } from "../lib/http/service-log.ts";
 
 const ME = "{ me { id name } }";
 let env: ReturnType<typeof cliWithStore>;
@@ -60,6 +63,15 @@ describe("access log", () => {
     expect(log).not.toContain("me {");
   });
 
+  it("a burst's lines all arrive by the time SIGTERM has stopped the server, though written in batches", async () => {
+    const server = await startServer({ store: env.store, env: {} });
+    const statuses = await Promise.all(Array.from({ length: 60 }, () => gql(server.url, ME, { key: key.key }).then((r) => r.status)));
+    expect(statuses.every((s) => s === 200)).toBe(true);
+    await server.stop(); // at once: within FLUSH_MS of the last answer
+    const access = server.stderr().split("\n").filter((l) => l.startsWith("POST /graphql 200 "));
+    expect(access).toHaveLength(60);
+  });
+
   it("warns about failed authentications at most once per reason in 10 s", async () => {
     const log = await logOf({});
     const warnings = log.split("\n").filter((l) => l.startsWith("warn: authentication failed"));
@@ -96,13 +108,16 @@ describe("access log", () => {
 });
 
 describe("createServiceLog", () => {
-  it("batches the lines of one turn into one write and counts suppressed warnings", async () => {
+  it("batches the lines of a burst into one write after FLUSH_MS, and counts suppressed warnings", async () => {
     const writes: string[] = [];
     const log = createServiceLog({ env: {}, write: (t) => writes.push(t), authWarnEveryMs: 50 });
     for (let i = 0; i < 3; i++) log.request({ method: "GET", path: "/healthz", status: 200, ms: 0.123456, operation: "none" });
-    for (let i = 0; i < 5; i++) log.authFailed("unknown");
-    expect(writes).toEqual([]);
     await new Promise((r) => setImmediate(r));
+    // Lines of later turns join the same batch: not one write per turn of the event loop.
+    for (let i = 0; i < 5; i++) log.authFailed("unknown");
+    await new Promise((r) => setImmediate(r));
+    expect(writes).toEqual([]);
+    await new Promise((r) => setTimeout(r, FLUSH_MS + 30));
     expect(writes).toHaveLength(1);
     expect(writes[0].split("\n").filter(Boolean)).toEqual([
       "GET /healthz 200 0.12ms",
@@ -114,6 +129,33 @@ describe("createServiceLog", () => {
     log.authFailed("unknown");
     log.flush();
     expect(writes[1]).toBe("warn: authentication failed: unknown or revoked API key (4 more since the last such line)\n");
+    await new Promise((r) => setTimeout(r, FLUSH_MS + 30));
+    expect(writes).toHaveLength(2); // flush() cancelled the timer: nothing written twice, no empty write
+  });
+
+  it("writes at once when a batch passes FLUSH_BYTES", () => {
+    const writes: string[] = [];
+    const log = createServiceLog({ env: {}, write: (t) => writes.push(t) });
+    const path = "/" + "p".repeat(999);
+    let lines = 0;
+    while (!writes.length) log.request({ method: "GET", path, status: 404, ms: 1, operation: "none" }), lines++;
+    expect(writes[0].length).toBeGreaterThanOrEqual(FLUSH_BYTES);
+    expect(writes[0].split("\n").filter(Boolean)).toHaveLength(lines);
+    expect(lines).toBeLessThan(FLUSH_BYTES / 1000 + 2);
+  });
+
+  it.each([
+    ["process.exit()", "process.exit(0)"],
+    ["an uncaught exception", "throw new Error('fatal')"],
+    ["the event loop running empty", ""],
+  ])("writes pending lines when the process ends by %s", async (_, end) => {
+    const module = pathToFileURL(join(ROOT, "dist/lib/http/service-log.js")).href;
+    const script = `const { createServiceLog } = await import(${JSON.stringify(module)});
+      const log = createServiceLog({ env: {} });
+      for (let i = 0; i < 3; i++) log.request({ method: "GET", path: "/healthz", status: 200, ms: i, operation: "none" });
+      ${end}`;
+    const child = spawnSync(process.execPath, ["--input-type=module", "-e", script], { encoding: "utf8", timeout: 10_000 });
+    expect(child.stderr).toContain("GET /healthz 200 0ms\nGET /healthz 200 1ms\nGET /healthz 200 2ms\n");
   });
 
   it("LOG_LEVEL=warn keeps the warnings and drops the access lines", () => {
@@ -130,9 +172,19 @@ describe("createServiceLog", () => {
     const writes: string[] = [];
     const log = createServiceLog({ env: {}, write: (t) => writes.push(t) });
     log.request({ method: "GET", path: "/x\nPOST /graphql 200 1ms key=forged", status: 404, ms: 1, operation: "none" });
-    log.request({ method: "POST", path: "/graphql", status: 200, ms: 1, operation: "query", key: { id: "i", name: 'a" key=x' } });
+    log.request({ method: "GET", path: "/x\nPOST /graphql 200 1ms key=forged", status: 404, ms: 1, operation: "none" }); // the same path again
+    const quoted = { id: "i", name: 'a" key=x' };
+    log.request({ method: "POST", path: "/graphql", status: 200, ms: 1, operation: "query", key: quoted });
+    log.request({ method: "POST", path: "/graphql", status: 200, ms: 1, operation: "query", key: quoted }); // the same key object again
+    log.request({ method: "POST", path: "/graphql", status: 200, ms: 1, operation: "query", key: { id: "j", name: "b\nGET / 200 1ms" } });
     log.flush();
     const lines = writes.join("").trim().split("\n");
-    expect(lines).toEqual(["GET /x\\nPOST /graphql 200 1ms key=forged 404 1ms", 'POST /graphql 200 1ms key=i name="a\\" key=x"']);
+    expect(lines).toEqual([
+      "GET /x\\nPOST /graphql 200 1ms key=forged 404 1ms",
+      "GET /x\\nPOST /graphql 200 1ms key=forged 404 1ms",
+      'POST /graphql 200 1ms key=i name="a\\" key=x"',
+      'POST /graphql 200 1ms key=i name="a\\" key=x"',
+      'POST /graphql 200 1ms key=j name="b\\nGET / 200 1ms"',
+    ]);
   });
 });
