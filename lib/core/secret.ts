@@ -60,29 +60,11 @@ export function redactSecrets(text: string): string {
   return text.replace(/(sapi_)[0-9a-z]+/gi, "$1…");
 }
 
-/**
- * The last secret found well formed, until the next check. The service checks each request's secret twice
- * in a row (the handler, so a malformed key never reaches the store; then `verify`, which must refuse one
- * by itself): the second check of the same string is a comparison, and consumes it, so a secret stays
- * referenced here only until the next check.
- */
-let lastWellFormed: string | undefined;
-/** How many checksums were computed (for tests of the above). */
-export const secretChecks = { computed: 0 };
-
 /** True when `secret` has the prefix, the length and a matching checksum: cheap, no store access. */
 export function isWellFormedSecret(secret: string): boolean {
-  if (secret === lastWellFormed) {
-    lastWellFormed = undefined;
-    return true;
-  }
-  lastWellFormed = undefined;
   if (typeof secret !== "string" || !SHAPE.test(secret)) return false;
-  secretChecks.computed++;
   const body = secret.slice(SECRET_PREFIX.length, SECRET_PREFIX.length + BODY_LENGTH);
-  const ok = secret.endsWith(base62(crc32(body), CHECK_LENGTH));
-  if (ok) lastWellFormed = secret;
-  return ok;
+  return secret.endsWith(base62(crc32(body), CHECK_LENGTH));
 }
 
 /**
