@@ -5,9 +5,11 @@
 import {
   type DocumentNode,
   type FragmentDefinitionNode,
+  getOperationAST,
   GraphQLError,
   type GraphQLSchema,
   Kind,
+  type OperationDefinitionNode,
   parse as graphqlParse,
   type SelectionSetNode,
   specifiedRules,
@@ -56,6 +58,27 @@ export function parseDocument(query: string): DocumentNode {
   }
   if (query.length <= DOCUMENT_LIMITS.cacheMaxQueryLength) parsed.set(query, document);
   return document;
+}
+
+/** Each document's operations found by {@link operationOf}, by the name asked for (undefined: the only one). */
+const operations = new WeakMap<DocumentNode, Map<string | undefined, OperationDefinitionNode>>();
+
+/**
+ * `graphql`'s `getOperationAST`, remembered per document: a cached document is looked into once, not
+ * on every request. Only operations found are remembered, so a document holds at most one entry per
+ * operation it defines (plus the unnamed ask), whatever names clients send.
+ */
+export function operationOf(document: DocumentNode, operationName?: string | null): OperationDefinitionNode | null {
+  const name = operationName ?? undefined;
+  let byName = operations.get(document);
+  const known = byName?.get(name);
+  if (known) return known;
+  const found = getOperationAST(document, name) ?? null;
+  if (found) {
+    if (!byName) operations.set(document, byName = new Map());
+    byName.set(name, found);
+  }
+  return found;
 }
 
 /** A document's fragment definitions by name. */

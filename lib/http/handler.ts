@@ -9,10 +9,10 @@
  * its `lastUsedAt` (`last-use.ts`): no store write on the request path.
  */
 import { createHandler as createGraphQLHttpHandler } from "graphql-http";
-import { execute, type ExecutionArgs, getOperationAST, type parse as graphqlParse } from "graphql";
+import { execute, type ExecutionArgs, type getOperationAST as graphqlGetOperationAST, type parse as graphqlParse } from "graphql";
 import type { ApiKeyInfo } from "../core/model.ts";
 import { isWellFormedSecret } from "../core/secret.ts";
-import { createSchema, dependsOnKeyOnly, type GraphQLContext, parseDocument, validateDocument } from "../graphql/schema.ts";
+import { createSchema, dependsOnKeyOnly, type GraphQLContext, operationOf, parseDocument, validateDocument } from "../graphql/schema.ts";
 import { ClientGone, variableLimitError } from "../graphql/limits.ts";
 import { createOutageTracker } from "./outage.ts";
 import { createAnswerCache } from "./answer-cache.ts";
@@ -99,6 +99,8 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
     parse: ((source: string | { body: string }) =>
       parseDocument(typeof source === "string" ? source : source.body)) as typeof graphqlParse,
     validate: validateDocument,
+    // Remembered per cached document (documents.ts): graphql-http and onOperation both ask.
+    getOperationAST: operationOf as typeof graphqlGetOperationAST,
     execute: boundedExecute,
     context: (req) => ({ key: stateOf(req.raw).key, store }),
     parseRequestParams: (req) => {
@@ -131,7 +133,7 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
         const body = JSON.stringify({ errors: result.errors.map(formatError) });
         return [body, { status: 400, statusText: "Bad Request", headers: { "content-type": `${GRAPHQL_RESPONSE}; charset=utf-8` } }];
       }
-      const operation = getOperationAST(args.document, args.operationName);
+      const operation = operationOf(args.document, args.operationName);
       if (operation) state.trace.operation = operation.operation;
       state.keyOnly = !!operation && dependsOnKeyOnly(args.document, operation);
     },
