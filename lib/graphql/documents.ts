@@ -56,8 +56,19 @@ export function parseDocument(query: string): DocumentNode {
       extensions: { code: "GRAPHQL_PARSE_FAILED" },
     });
   }
-  if (query.length <= DOCUMENT_LIMITS.cacheMaxQueryLength) parsed.set(query, document);
+  if (query.length <= DOCUMENT_LIMITS.cacheMaxQueryLength) {
+    parsed.set(query, document);
+    remembered.add(document);
+  }
   return document;
+}
+
+/** Documents that went into the parse cache (a weak set: they leave with it once unused). */
+const remembered = new WeakSet<DocumentNode>();
+
+/** True for a document of the parse cache: worth deriving more from once (see `compiled.ts`). */
+export function isRemembered(document: DocumentNode): boolean {
+  return remembered.has(document);
 }
 
 /** Each document's operations found by {@link operationOf}, by the name asked for (undefined: the only one). */

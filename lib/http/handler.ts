@@ -9,11 +9,12 @@
  * its `lastUsedAt` (`last-use.ts`): no store write on the request path.
  */
 import { createHandler as createGraphQLHttpHandler } from "graphql-http";
-import { execute, type ExecutionArgs, type getOperationAST as graphqlGetOperationAST, type parse as graphqlParse } from "graphql";
+import { type ExecutionArgs, type getOperationAST as graphqlGetOperationAST, type parse as graphqlParse } from "graphql";
 import type { ApiKeyInfo } from "../core/model.ts";
 import { isWellFormedSecret } from "../core/secret.ts";
 import { createSchema, dependsOnKeyOnly, type GraphQLContext, operationOf, parseDocument, validateDocument } from "../graphql/schema.ts";
 import { ClientGone, variableLimitError } from "../graphql/limits.ts";
+import { executeCompiled } from "../graphql/compiled.ts";
 import { createOutageTracker } from "./outage.ts";
 import { createAnswerCache } from "./answer-cache.ts";
 import { startLastUse } from "./last-use.ts";
@@ -61,10 +62,13 @@ interface Trace {
   computed?: boolean;
 }
 
-/** `execute`, refusing variables over the limits before any work (see `limits.ts`). */
+/**
+ * `execute`, refusing variables over the limits before any work (see `limits.ts`); a repeated query
+ * runs compiled (`compiled.ts`).
+ */
 const boundedExecute = (args: ExecutionArgs) => {
   const refused = variableLimitError(args);
-  return refused ? { errors: [refused] } : execute(args);
+  return refused ? { errors: [refused] } : executeCompiled(args);
 };
 
 /**
