@@ -33,7 +33,7 @@ import {
   tooLarge,
   unauthenticated,
 } from "./responses.ts";
-import { type GraphQLMediaType, GRAPHQL_RESPONSE, negotiate } from "./negotiate.ts";
+import { APPLICATION_JSON, type GraphQLMediaType, GRAPHQL_RESPONSE, negotiate } from "./negotiate.ts";
 import { createCors } from "./cors.ts";
 import { type HandlerOptions, MAX_BODY_BYTES, type ServiceHandler, type ServiceRequest, type ServiceResponse } from "./types.ts";
 import { credential, paramsFromBody, paramsFromUrl, pathOf } from "./request.ts";
@@ -61,6 +61,12 @@ interface Trace {
   /** The answer was computed, not remembered (a remembered one is always a query's). */
   computed?: boolean;
 }
+
+/** The content type graphql-http answers a result with, by the media type negotiated. */
+const CONTENT_TYPE: Record<GraphQLMediaType, string> = {
+  [APPLICATION_JSON]: `${APPLICATION_JSON}; charset=utf-8`,
+  [GRAPHQL_RESPONSE]: `${GRAPHQL_RESPONSE}; charset=utf-8`,
+};
 
 /**
  * `execute`, refusing variables over the limits before any work (see `limits.ts`); a repeated query
@@ -140,6 +146,12 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
       const operation = operationOf(args.document, args.operationName);
       if (operation) state.trace.operation = operation.operation;
       state.keyOnly = !!operation && dependsOnKeyOnly(args.document, operation);
+      // Without errors graphql-http's serializer is JSON.stringify with a replacer that only rewrites
+      // Error objects, which an error-free result holds none of: the same bytes, without the replacer's
+      // call per value. Status and content type as graphql-http's `makeResponse` sets them.
+      if (!result.errors) {
+        return [JSON.stringify(result), { status: 200, statusText: "OK", headers: { "content-type": CONTENT_TYPE[state.mediaType] } }];
+      }
     },
     formatError,
   });
