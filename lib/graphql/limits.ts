@@ -7,7 +7,8 @@
  * With these, the largest request allowed costs a few milliseconds.
  */
 import { ServiceError } from "../core/errors.ts";
-import { type DocumentNode, type ExecutionArgs, getOperationAST, GraphQLError, Kind, visit } from "graphql";
+import { type DocumentNode, type ExecutionArgs, GraphQLError, Kind, visit } from "graphql";
+import { operationOf } from "./documents.ts";
 
 export const INPUT_LIMITS = {
   /** Items in one list: far above any real input (4 roles, 29 resources, 8 actions). */
@@ -33,7 +34,7 @@ class InputLimitError extends GraphQLError {
 export function variableLimitError(args: ExecutionArgs): GraphQLError | undefined {
   const variables = args.variableValues;
   if (!variables) return;
-  const operation = getOperationAST(args.document, args.operationName);
+  const operation = operationOf(args.document, args.operationName);
   const declared: Record<string, unknown> = {};
   for (const definition of operation?.variableDefinitions ?? []) {
     const name = definition.variable.name.value;

@@ -9,11 +9,12 @@
  * its `lastUsedAt` (`last-use.ts`): no store write on the request path.
  */
 import { createHandler as createGraphQLHttpHandler } from "graphql-http";
-import { execute, type ExecutionArgs, getOperationAST, type parse as graphqlParse } from "graphql";
+import { type ExecutionArgs, type getOperationAST as graphqlGetOperationAST, type parse as graphqlParse } from "graphql";
 import type { ApiKeyInfo } from "../core/model.ts";
 import { isWellFormedSecret } from "../core/secret.ts";
-import { createSchema, dependsOnKeyOnly, type GraphQLContext, parseDocument, validateDocument } from "../graphql/schema.ts";
+import { createSchema, dependsOnKeyOnly, type GraphQLContext, operationOf, parseDocument, validateDocument } from "../graphql/schema.ts";
 import { ClientGone, variableLimitError } from "../graphql/limits.ts";
+import { executeCompiled } from "../graphql/compiled.ts";
 import { createOutageTracker } from "./outage.ts";
 import { createAnswerCache } from "./answer-cache.ts";
 import { startLastUse } from "./last-use.ts";
@@ -32,7 +33,7 @@ import {
   tooLarge,
   unauthenticated,
 } from "./responses.ts";
-import { type GraphQLMediaType, GRAPHQL_RESPONSE, negotiate } from "./negotiate.ts";
+import { APPLICATION_JSON, type GraphQLMediaType, GRAPHQL_RESPONSE, negotiate } from "./negotiate.ts";
 import { createCors } from "./cors.ts";
 import { type HandlerOptions, MAX_BODY_BYTES, type ServiceHandler, type ServiceRequest, type ServiceResponse } from "./types.ts";
 import { credential, paramsFromBody, paramsFromUrl, pathOf } from "./request.ts";
@@ -61,10 +62,19 @@ interface Trace {
   computed?: boolean;
 }
 
-/** `execute`, refusing variables over the limits before any work (see `limits.ts`). */
+/** The content type graphql-http answers a result with, by the media type negotiated. */
+const CONTENT_TYPE: Record<GraphQLMediaType, string> = {
+  [APPLICATION_JSON]: `${APPLICATION_JSON}; charset=utf-8`,
+  [GRAPHQL_RESPONSE]: `${GRAPHQL_RESPONSE}; charset=utf-8`,
+};
+
+/**
+ * `execute`, refusing variables over the limits before any work (see `limits.ts`); a repeated query
+ * runs compiled (`compiled.ts`).
+ */
 const boundedExecute = (args: ExecutionArgs) => {
   const refused = variableLimitError(args);
-  return refused ? { errors: [refused] } : execute(args);
+  return refused ? { errors: [refused] } : executeCompiled(args);
 };
 
 /**
@@ -99,6 +109,8 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
     parse: ((source: string | { body: string }) =>
       parseDocument(typeof source === "string" ? source : source.body)) as typeof graphqlParse,
     validate: validateDocument,
+    // Remembered per cached document (documents.ts): graphql-http and onOperation both ask.
+    getOperationAST: operationOf as typeof graphqlGetOperationAST,
     execute: boundedExecute,
     context: (req) => ({ key: stateOf(req.raw).key, store }),
     parseRequestParams: (req) => {
@@ -131,9 +143,15 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
         const body = JSON.stringify({ errors: result.errors.map(formatError) });
         return [body, { status: 400, statusText: "Bad Request", headers: { "content-type": `${GRAPHQL_RESPONSE}; charset=utf-8` } }];
       }
-      const operation = getOperationAST(args.document, args.operationName);
+      const operation = operationOf(args.document, args.operationName);
       if (operation) state.trace.operation = operation.operation;
       state.keyOnly = !!operation && dependsOnKeyOnly(args.document, operation);
+      // Without errors graphql-http's serializer is JSON.stringify with a replacer that only rewrites
+      // Error objects, which an error-free result holds none of: the same bytes, without the replacer's
+      // call per value. Status and content type as graphql-http's `makeResponse` sets them.
+      if (!result.errors) {
+        return [JSON.stringify(result), { status: 200, statusText: "OK", headers: { "content-type": CONTENT_TYPE[state.mediaType] } }];
+      }
     },
     formatError,
   });
