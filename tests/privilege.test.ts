@@ -157,6 +157,7 @@ describe("GUEST", () => {
     me: "{ me { id name roles } }",
     online: "{ online }",
     info: "{ info { hostname } }",
+    auditLog: "{ auditLog { id action } }",
   };
 
   it("covers every Query field (a new field fails this test until its GUEST rule is checked)", async () => {
@@ -183,6 +184,7 @@ describe("GUEST", () => {
       await as(keys.guest, "mutation ($input: DeleteApiKeyInput!) { apiKey { delete(input: $input) } }", { input: { ids: [keys.guest.id] } }),
       ["apiKey", "delete"],
     );
+    expectForbidden(await as(keys.guest, "mutation { apiKey { deleteExpired { id } } }"), ["apiKey", "deleteExpired"]);
     expectForbidden(
       await as(keys.guest, "mutation ($input: AddRoleForApiKeyInput!) { apiKey { addRole(input: $input) } }", { input: { apiKeyId: keys.guest.id, role: "VIEWER" } }),
       ["apiKey", "addRole"],
