@@ -109,7 +109,20 @@ export function createRemoteBackend(options: RemoteBackendOptions | { client: Cl
     const data = await client.request(`query { apiKeys { ${FIELDS} } }`, undefined, ListSchema);
     return data.apiKeys.map(toInfo);
   };
-  const getByName = async (name: string) => (await list()).find((k) => k.name === name) ?? null;
+  // A name may be listed twice: its key, and the key it replaced while that is in its grace period.
+  const named = async (name: string) => (await list()).filter((k) => k.name === name);
+  const current = (keys: ApiKeyInfo[]) => keys.find((k) => !k.graceUntil) ?? null;
+  const getByName = async (name: string) => current(await named(name));
+  const deleteOne = async (id: string): Promise<boolean> => {
+    try {
+      await client.request(`mutation ($ids: [PrefixedID!]!) { apiKey { delete(input: { ids: $ids }) } }`, { ids: [id] });
+      return true;
+    } catch (error) {
+      // Someone else deleted it between our lookup and our delete: nothing deleted by us.
+      if (error instanceof ClientError && error.code === "NOT_FOUND") return false;
+      throw error;
+    }
+  };
 
   return {
     list,
@@ -149,14 +162,7 @@ export function createRemoteBackend(options: RemoteBackendOptions | { client: Cl
 
     async deleteById(id) {
       const found = (await list()).find((k) => k.id === id);
-      if (!found) return null;
-      try {
-        await client.request(`mutation ($ids: [PrefixedID!]!) { apiKey { delete(input: { ids: $ids }) } }`, { ids: [id] });
-      } catch (error) {
-        if (error instanceof ClientError && error.code === "NOT_FOUND") return null;
-        throw error;
-      }
-      return found;
+      return found && (await deleteOne(id)) ? found : null;
     },
 
     async deleteExpired() {
@@ -178,19 +184,15 @@ export function createRemoteBackend(options: RemoteBackendOptions | { client: Cl
       return data.auditLog.map(toEvent);
     },
 
+    // As locally: the key, and the key it replaced if still in its grace period (every secret of the name stops).
     async deleteByName(name) {
-      const found = await getByName(name);
-      if (!found) return null;
-      try {
-        await client.request(`mutation ($ids: [PrefixedID!]!) { apiKey { delete(input: { ids: $ids }) } }`, {
-          ids: [found.id],
-        });
-      } catch (error) {
-        // Someone else deleted it between our lookup and our delete: nothing deleted by us.
-        if (error instanceof ClientError && error.code === "NOT_FOUND") return null;
-        throw error;
+      const keys = await named(name);
+      const live = current(keys);
+      let deleted: ApiKeyInfo | null = null;
+      for (const key of live ? [live, ...keys.filter((k) => k !== live)] : keys) {
+        if ((await deleteOne(key.id)) && !deleted) deleted = key;
       }
-      return found;
+      return deleted;
     },
   };
 }

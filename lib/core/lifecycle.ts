@@ -14,7 +14,20 @@ export const MAX_GRACE_MS = UNIT_MS.d;
 
 // A date (`2026-12-01`, midnight UTC), or a date and time with seconds optional, fraction optional, and a zone
 // (`Z` or `+02:00`): a time without a zone would mean different instants on different hosts.
-const ISO_TIME = /^\d{4}-\d{2}-\d{2}(?:T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2}))?$/i;
+const ISO_TIME = /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(Z|([+-])(\d{2}):?(\d{2})))?$/i;
+const DAYS = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+const isLeap = (y: number) => (y % 4 === 0 && y % 100 !== 0) || y % 400 === 0;
+
+/**
+ * True when every field of a matched ISO time names something that exists: Date.parse rolls 2027-02-30
+ * over to March 2nd, and takes +15:00 as an offset, where a person has made a typo.
+ */
+function isRealTime(m: RegExpExecArray): boolean {
+  const [y, mo, d, h = 0, mi = 0, sec = 0, , , oh = 0, om = 0] = m.slice(1).map((x) => (x === undefined || /^[Z+-]$/i.test(x) ? undefined : Number(x)));
+  if (mo! < 1 || mo! > 12 || d! < 1) return false;
+  if (d! > (mo === 2 && isLeap(y!) ? 29 : DAYS[mo! - 1])) return false;
+  return h! <= 23 && mi! <= 59 && sec! <= 59 && oh! <= 14 && om! <= 59 && (oh! < 14 || om === 0);
+}
 
 /**
  * A duration in milliseconds: a whole number and one unit, s, m, h or d.
@@ -32,7 +45,11 @@ export function parseDuration(text: unknown, flag: string): number {
 /** An ISO 8601 instant in milliseconds; the zone is required with a time. */
 export function parseInstant(text: unknown, flag: string): number {
   const value = typeof text === "string" ? text.trim() : "";
-  const ms = ISO_TIME.test(value) ? Date.parse(value.length === 10 ? `${value}T00:00:00Z` : value) : NaN;
+  const match = ISO_TIME.exec(value);
+  if (match && !isRealTime(match)) {
+    throw new ServiceError("INVALID_INPUT", `${flag}: '${value}' is not a real date and time (no such day, hour or zone offset; leap seconds are not taken)`);
+  }
+  const ms = match ? Date.parse(value.length === 10 ? `${value}T00:00:00Z` : value) : NaN;
   if (!Number.isFinite(ms)) {
     throw new ServiceError(
       "INVALID_INPUT",

@@ -7,7 +7,7 @@ import { ACTIONS, type Actor, type ApiKeyInfo, type AuthAction, type KeyPatch, t
 import { ServiceError } from "../core/errors.ts";
 import { DescriptionSchema, NameSchema, parseCreateInput, parseInput, PermissionsSchema, RolesSchema } from "../core/input.ts";
 import { can, effectivePermissions, escalation, type Grants } from "../core/policy.ts";
-import { MAX_GRACE_MS, parseSince } from "../core/lifecycle.ts";
+import { MAX_GRACE_MS, parseInstant, parseSince, untilOf } from "../core/lifecycle.ts";
 import type { KeyStore } from "../store/key-store.ts";
 
 /** What every resolver sees: the authenticated key and the store. */
@@ -63,6 +63,18 @@ function noEscalation(actor: Grants, target: Grants): void {
   if (extra.length) {
     const shown = extra.slice(0, 5).join(", ") + (extra.length > 5 ? `, and ${extra.length - 5} more` : "");
     throw forbidden(`Forbidden: an API key can only grant permissions it holds itself; missing ${shown}`);
+  }
+}
+
+/**
+ * A key that expires (or is in its grace period) cannot make a key outlive it: what it creates, or an
+ * expiry it sets, must end no later than itself. So a temporary key stays temporary, and so does all it made.
+ */
+function noOutliving(key: ApiKeyInfo, expiresAt: unknown): void {
+  const until = Math.min(untilOf(key.expiresAt), untilOf(key.graceUntil));
+  if (until === Infinity) return;
+  if (expiresAt == null || parseInstant(expiresAt, "expiresAt") > until) {
+    throw forbidden(`Forbidden: this API key stops working at ${new Date(until).toISOString()}; a key it creates or changes must expire no later (give expiresAt)`);
   }
 }
 
@@ -149,6 +161,7 @@ export const API_KEY_MUTATIONS: Readonly<Record<string, Rule>> = {
       });
       const graceMs = graceOf(input);
       noEscalation(key, parsed);
+      noOutliving(key, input.expiresAt);
       // The store checks expiresAt (future, at most 3650 days away), naming the field in its message.
       const expiry = input.expiresAt == null ? {} : { expiresAt: input.expiresAt as string };
       return store.create({ ...parsed, ...expiry }, { overwrite: Boolean(input.overwrite), graceMs, actor: actorOf(key) });
@@ -168,6 +181,7 @@ export const API_KEY_MUTATIONS: Readonly<Record<string, Rule>> = {
       if (input.expiresAt !== undefined) patch.expiresAt = input.expiresAt;
       noEscalation(key, current);
       noEscalation(key, { roles: patch.roles ?? current.roles, permissions: patch.permissions ?? current.permissions });
+      if (input.expiresAt !== undefined) noOutliving(key, input.expiresAt);
       return store.update(input.id, patch, { actor: actorOf(key) });
     },
   },

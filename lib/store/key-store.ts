@@ -162,8 +162,14 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
         const patch = checkKeyPatch(rawPatch, now()); // the CLI's and GraphQL's rules, whoever calls
         if (!isKeyId(id)) throw new ServiceError("NOT_FOUND", `No API key found with id: ${id}`);
         return atomic.exclusive(`keys:${id}`, async () => {
-          const record = await live(await readRecord(id));
-          if (!record) throw new ServiceError("NOT_FOUND", `No API key found with id: ${id}`);
+          const found = await readRecord(id);
+          const record = await live(found);
+          if (!record) {
+            if (await entries.inGrace(found)) {
+              throw new ServiceError("NOT_FOUND", `API key ${id} was replaced and only works until ${found!.graceUntil} (its grace period): it can be deleted, not changed`);
+            }
+            throw new ServiceError("NOT_FOUND", `No API key found with id: ${id}`);
+          }
           const next = { ...record, ...patch, id, hash: record.hash, createdAt: record.createdAt } as StoredKey;
           if (patch.description !== undefined && !patch.description) delete next.description;
           if (patch.expiresAt === null) delete next.expiresAt;
@@ -193,9 +199,12 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
         });
       }),
 
+    // A key in its grace period is found too (with `graceUntil`): it can be read and deleted by id.
     get: (id) => guard("read a key", async () => {
-      const record = await live(await readRecord(id));
-      return record && publicView(record);
+      const record = await readRecord(id);
+      if (!record) return null;
+      if (await live(record)) return publicView(record);
+      return (await entries.inGrace(record)) ? publicView(record, true) : null;
     }),
 
     getByName: (name) =>

@@ -64,6 +64,7 @@ export interface KeyStore {
   deleteExpired(options?: ChangeOptions): Promise<ApiKeyInfo[]>;
   /** Replaces fields of a key (a rename keeps names unique); returns the updated key. */
   update(id: string, patch: KeyPatch, options?: ChangeOptions): Promise<ApiKeyInfo>;
+  /** The key with this id: a live one, or one in its grace period (with `graceUntil`). */
   get(id: string): Promise<ApiKeyInfo | null>;
   getByName(name: string): Promise<ApiKeyInfo | null>;
   /**
