@@ -117,6 +117,23 @@ describe("times that do not exist", () => {
   });
 });
 
+describe("an overwrite of a name nobody has", () => {
+  it("says Created, not Replaced, and promises no grace for a secret that never was", async () => {
+    const tmp = tempDir();
+    try {
+      const store = join(tmp.dir, "keys");
+      const result = await runCli(["apikey", "--create", "--name", "fresh", "-r", "GUEST", "--overwrite", "--grace", "1h", "--store", store]);
+      expect(result.code, result.stderr).toBe(0);
+      expect(result.stderr).toMatch(/Created API key 'fresh'/);
+      expect(result.stderr).not.toMatch(/keeps working until/);
+      const again = await runCli(["apikey", "--create", "--name", "fresh", "-r", "GUEST", "--overwrite", "--grace", "1h", "--store", store]);
+      expect(again.stderr).toMatch(/Replaced API key 'fresh'.*keeps working until/s);
+    } finally {
+      tmp.cleanup();
+    }
+  });
+});
+
 describe("the actor when root works on another user's store", () => {
   it.skipIf(!isRoot)(`is root, not the store's owner (${NOT_ROOT})`, async () => {
     const tmp = tempDir();

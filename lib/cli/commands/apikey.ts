@@ -119,7 +119,9 @@ async function create(flags: ApikeyFlags, values: LifecycleValues, store: CliBac
   const { graceMs } = values;
   // With --grace, whether there is a key to keep working, and from when its period runs (the store starts
   // it a moment later, so the old secret works at least until the time the summary gives).
-  const graceFrom = graceMs && (await store.getByName(input.name)) ? Date.now() : undefined;
+  // With --overwrite, whether a key is there to replace: the summary says "Replaced" only then.
+  const replacing = overwrite && (await store.getByName(input.name)) !== null;
+  const graceFrom = graceMs && replacing ? Date.now() : undefined;
   let created;
   try {
     created = await store.create(input, { overwrite, ...(graceMs ? { graceMs } : {}) });
@@ -130,7 +132,7 @@ async function create(flags: ApikeyFlags, values: LifecycleValues, store: CliBac
     return formatExisting(existing, asJson, env);
   }
   const graceUntil = graceFrom === undefined ? undefined : new Date(graceFrom + graceMs!).toISOString();
-  const output = env ? formatEnv(created, overwrite, graceUntil) : formatCreated(created, asJson, overwrite, graceUntil);
+  const output = env ? formatEnv(created, replacing, graceUntil) : formatCreated(created, asJson, replacing, graceUntil);
   // With --if-not-exists a script reads `.created`; a plain create keeps the specified shape exactly.
   if (flags.ifNotExists && asJson) output.stdout = JSON.stringify({ ...createdJson(created), created: true }) + "\n";
   return { ...output, created: { id: created.id, name: created.name, overwrite } };
