@@ -335,7 +335,7 @@ describe("the audit trail", () => {
 
 describe("the audit trail on a hostile or damaged file store", () => {
   const line = (i: number, extra: Partial<AuditEvent> = {}) =>
-    JSON.stringify({ at: new Date(Date.UTC(2030, 0, 1) + i).toISOString(), action: "update", id: `id-${i}`, name: `key ${i}`, actor: { kind: "local", user: "ops", host: "bastion" }, changed: ["description"], ...extra });
+    JSON.stringify({ at: new Date(Date.now() - DAY + i).toISOString(), action: "update", id: `id-${i}`, name: `key ${i}`, actor: { kind: "local", user: "ops", host: "bastion" }, changed: ["description"], ...extra });
 
   it("--audit --limit 2 reads an 80 MB log of 600,000 events in bounded memory, also once a change rotated it", async () => {
     const { dir, cli } = fresh();
