@@ -2,8 +2,9 @@
 // every change appends exactly its event, with the right actor, never a secret or a hash; `audit({since, limit})`
 // means the same everywhere. Then what only the file log has to prove: torn and foreign lines, planted links,
 // rotation, and many processes appending at once.
-import { spawn } from "node:child_process";
-import { appendFileSync, lstatSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { execFileSync, spawn } from "node:child_process";
+import { appendFileSync, chmodSync, chownSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
 import { join } from "node:path";
 import Redis from "ioredis";
 import { createStorage } from "unstorage";
@@ -312,6 +313,121 @@ describe("audit trail on files", () => {
     await expect(log.read()).rejects.toMatchObject({ code: "STORE_UNAVAILABLE" });
     expect(readFileSync(target, "utf8")).toBe("untouched");
     expect(lstatSync(path).isSymbolicLink()).toBe(true);
+  });
+
+  for (const blocking of [false, true]) {
+    it(`a log of 600,000 events (80 MB) is read in chunks${blocking ? " (blocking I/O)" : ""}: limit and since keep only what they return`, async () => {
+      const log = logOf({}, blocking);
+      await log.append(event(0));
+      const total = 600_000;
+      const path = join(base, "audit", "audit.log");
+      // Appended by the owner outside the store: no rotation, one file far past its 4 MiB.
+      const lines: string[] = [];
+      for (let i = 1; i < total; i++) {
+        lines.push(JSON.stringify({ ...event(i), actor: { kind: "local", user: `ops ${"x".repeat(40)}`, host: "bastion" } }));
+        if (lines.length === 50_000 || i === total - 1) appendFileSync(path, `${lines.splice(0).join("\n")}\n`);
+      }
+      expect(statSync(path).size).toBeGreaterThan(64 * 1024 * 1024);
+      expect((await log.read({ limit: 2 })).map((e) => e.name)).toEqual([`key ${total - 2}`, `key ${total - 1}`]);
+      expect((await log.read({ since: T0 + total - 3 })).map((e) => e.name)).toEqual([`key ${total - 3}`, `key ${total - 2}`, `key ${total - 1}`]);
+      expect(await log.read({ limit: 0 })).toEqual([]);
+      // After a change rotates it, the big file is kept as a rotated one and still read.
+      await log.append(event(total));
+      expect(readdirSync(join(base, "audit")).filter((f) => f.startsWith("audit-"))).toHaveLength(1);
+      expect((await log.read({ limit: 3 })).map((e) => e.name)).toEqual([`key ${total - 2}`, `key ${total - 1}`, `key ${total}`]);
+    }, 60_000);
+  }
+
+  it("reads only the last maxReadBytes of a file, says at debug level what it skipped, and keeps the time order across files", async () => {
+    const messages: string[] = [];
+    const dir = join(base, "audit");
+    const log = fsDriver({ base, audit: { maxReadBytes: 4096 }, debug: (m) => messages.push(m) }).audit;
+    await log.append(event(0));
+    for (let i = 1; i < 200; i++) appendFileSync(join(dir, "audit.log"), `${JSON.stringify(event(i))}\n`);
+    const read = await log.read();
+    expect(read.at(-1)).toEqual(event(199));
+    const first = 200 - read.length;
+    expect(read).toEqual(Array.from({ length: read.length }, (_, i) => event(first + i))); // the first cut line is skipped, not misread
+    expect(read.length * (JSON.stringify(event(0)).length + 1)).toBeLessThanOrEqual(4096);
+    expect(read.length).toBeGreaterThan(10);
+    expect(messages.join("\n")).toMatch(/audit\.log.*skipped the first \d+ bytes/);
+    // Out of order between files (writers with different clocks): the latest by time, oldest first.
+    renameSync(join(dir, "audit.log"), join(dir, "audit-20300101T000000000Z-00000000.log"));
+    writeFileSync(join(dir, "audit.log"), [150, 300, 5].map((i) => JSON.stringify(event(i))).join("\n") + "\n");
+    expect((await log.read({ limit: 3 })).map((e) => e.name)).toEqual(["key 198", "key 199", "key 300"]);
+    expect((await log.read({ since: T0 + 150, limit: 4 })).map((e) => e.name)).toEqual(["key 197", "key 198", "key 199", "key 300"]);
+  });
+
+  it("refuses a FIFO, socket or directory in place of the log or a rotated file, on reading and appending, with one line and never a hang", async () => {
+    const log = logOf();
+    await log.append(event(1));
+    const dir = join(base, "audit");
+    const path = join(dir, "audit.log");
+    const plant = async (kind: string, where: string) => {
+      rmSync(where, { recursive: true, force: true });
+      if (kind === "fifo") execFileSync("mkfifo", [where]);
+      else if (kind === "directory") mkdirSync(where);
+      else {
+        const server = createServer();
+        await new Promise<void>((done) => server.listen(where, done));
+        return () => new Promise<void>((done) => server.close(() => done()));
+      }
+      return async () => {};
+    };
+    for (const kind of ["fifo", "socket", "directory"]) {
+      const unplant = await plant(kind, path);
+      for (const attempt of [() => log.read(), () => log.read({ limit: 1 }), () => log.append(event(2))]) {
+        const error = await attempt().catch((e) => e);
+        expect(error, kind).toMatchObject({ code: "STORE_UNAVAILABLE" });
+        expect(error.message).toBe(`Key store unavailable: ${path} is not a regular file but a ${kind}, which the store never makes: someone else may have planted it. Remove it.`);
+      }
+      await unplant();
+      rmSync(path, { recursive: true, force: true });
+    }
+    await log.append(event(3));
+    const rotated = join(dir, "audit-20300101T000000000Z-00000000.log");
+    execFileSync("mkfifo", [rotated]);
+    await expect(log.read()).rejects.toThrow(`${rotated} is not a regular file but a fifo`);
+    rmSync(rotated);
+    rmSync(join(dir, "reserve"));
+    mkdirSync(join(dir, "reserve"));
+    await expect(log.append(event(4))).rejects.toThrow(`${join(dir, "reserve")} is not a regular file but a directory`);
+    rmSync(join(dir, "reserve"), { recursive: true });
+    await log.append(event(5));
+    expect(await log.read()).toEqual([event(3), event(5)]);
+  });
+
+  it("makes a loosened log, rotated file or reserve of its own 0600 again, and refuses one that is another user's", async () => {
+    const log = logOf({ maxBytes: 1 << 20 });
+    await log.append(event(1));
+    const dir = join(base, "audit");
+    const path = join(dir, "audit.log");
+    const mode = (p: string) => statSync(p).mode & 0o777;
+    chmodSync(path, 0o666);
+    await log.append(event(2));
+    expect(mode(path)).toBe(0o600);
+    chmodSync(path, 0o644);
+    expect(await log.read()).toEqual([event(1), event(2)]);
+    expect(mode(path)).toBe(0o600);
+    const rotated = join(dir, "audit-20300101T000000000Z-00000000.log");
+    writeFileSync(rotated, `${JSON.stringify(event(0))}\n`, { mode: 0o664 });
+    chmodSync(rotated, 0o664);
+    expect(await log.read()).toEqual([event(0), event(1), event(2)]);
+    expect(mode(rotated)).toBe(0o600);
+    chmodSync(join(dir, "reserve"), 0o644);
+    await log.append(event(3));
+    expect(mode(join(dir, "reserve"))).toBe(0o600);
+    if (process.geteuid?.() !== 0) return; // giving a file away needs root
+    for (const file of [path, rotated]) {
+      chownSync(file, 4242, 4242);
+      const refused = [await log.read().catch((e) => e), ...(file === path ? [await log.append(event(4)).catch((e) => e)] : [])];
+      for (const error of refused) {
+        expect(error).toMatchObject({ code: "STORE_UNAVAILABLE" });
+        expect(error.message).toContain(`${file} belongs to uid 4242, not to the store's owner (uid 0): someone else may have planted it. Remove it`);
+      }
+      chownSync(file, 0, 0);
+    }
+    expect(await log.read()).toEqual([event(0), event(1), event(2), event(3)]);
   });
 
   for (const blocking of [false, true]) {

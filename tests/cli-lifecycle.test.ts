@@ -1,16 +1,18 @@
 // The key lifecycle at the command line (issue 14): expiry flags, --list marking expired and grace keys,
 // --delete --expired, rotation with --overwrite --grace, and the audit trail. The CLI runs as a child
 // process on temporary fs stores; the library opens the same store to check what a server would accept.
+import { execFileSync } from "node:child_process";
+import { appendFileSync, rmSync } from "node:fs";
 import { hostname, userInfo } from "node:os";
 import { join } from "node:path";
 import { createStorage } from "unstorage";
 import { afterAll, describe, expect, it } from "vitest";
 import { command as apikey } from "../lib/cli/commands/apikey.ts";
-import { formatError, type Output } from "../lib/cli/format.ts";
+import { formatError, formatList, type Output } from "../lib/cli/format.ts";
 import { formatAudit } from "../lib/cli/audit-format.ts";
 import { interactiveCreate, interactiveDelete, type PromptFn } from "../lib/cli/prompts.ts";
 import { displayWidth } from "../lib/cli/width.ts";
-import type { AuditEvent } from "../lib/core/model.ts";
+import type { ApiKeyInfo, AuditEvent } from "../lib/core/model.ts";
 import { fsDriver } from "../lib/store/drivers/fs.ts";
 import { createKeyStore, type KeyStore, type KeyStoreOptions } from "../lib/store/key-store.ts";
 import { type RunResult, runCli, tempDir } from "./helpers/cli.ts";
@@ -328,6 +330,73 @@ describe("the audit trail", () => {
     for (const event of events) expect(event.actor).toEqual(me());
     const plain = await cli("--audit", "--since", "1h");
     expect(plain.stdout.trimEnd().split("\n").map((l) => l.split("\t")[1])).toEqual(["create", "update", "delete"]);
+  });
+});
+
+describe("the audit trail on a hostile or damaged file store", () => {
+  const line = (i: number, extra: Partial<AuditEvent> = {}) =>
+    JSON.stringify({ at: new Date(Date.now() - DAY + i).toISOString(), action: "update", id: `id-${i}`, name: `key ${i}`, actor: { kind: "local", user: "ops", host: "bastion" }, changed: ["description"], ...extra });
+
+  it("--audit --limit 2 reads an 80 MB log of 600,000 events in bounded memory, also once a change rotated it", async () => {
+    const { dir, cli } = fresh();
+    expect((await cli("--create", "--name", "ci", "-r", "GUEST")).code).toBe(0);
+    const log = join(dir, "audit", "audit.log");
+    const batch: string[] = [];
+    for (let i = 0; i < 600_000; i++) {
+      batch.push(line(i));
+      if (batch.length === 50_000) appendFileSync(log, `${batch.splice(0).join("\n")}\n`);
+    }
+    // A heap far smaller than the file: holding it, or every event in it, would fail.
+    const small = { env: { NODE_OPTIONS: "--max-old-space-size=48" }, timeoutMs: 60_000 };
+    const run = (...args: string[]) => runCli(["apikey", ...args, "--store", dir], small);
+    const read = await run("--audit", "--limit", "2", "--json");
+    expect(read.code, read.stderr).toBe(0);
+    expect(json(read).events.map((e: AuditEvent) => e.name)).toEqual(["key 599998", "key 599999"]);
+    expect((await run("--delete", "--name", "ci")).code).toBe(0); // rotates the big file: it is kept
+    const after = await run("--audit", "--limit", "2");
+    expect(after.code, after.stderr).toBe(0);
+    expect(after.stdout.trimEnd().split("\n").map((l) => l.split("\t")[1])).toEqual(["update", "delete"]);
+  }, 120_000);
+
+  it("a FIFO in place of audit/audit.log is refused by --audit and by changes, exit 3, one line naming it and the fix", async () => {
+    const { dir, cli } = fresh();
+    expect((await cli("--create", "--name", "ci", "-r", "GUEST")).code).toBe(0);
+    const log = join(dir, "audit", "audit.log");
+    rmSync(log);
+    execFileSync("mkfifo", [log]);
+    const message = `Error: Key store unavailable: ${log} is not a regular file but a fifo, which the store never makes: someone else may have planted it. Remove it.\n`;
+    for (const args of [["--audit"], ["--audit", "--json"], ["--create", "--name", "other", "-r", "GUEST"], ["--delete", "--name", "ci"]]) {
+      const result = await runCli(["apikey", ...args, "--store", dir], { timeoutMs: 10_000 });
+      expect(result.code, args.join(" ")).toBe(3);
+      if (args.includes("--json")) expect(json(result)).toMatchObject({ code: "STORE_UNAVAILABLE", error: message.slice(7, -1) });
+      else expect(result.stderr).toBe(message);
+    }
+  });
+
+  const HOSTILE = "a\u202eb\u2028c\u2029d\u200fe\u0085f\u007fg\ufeffh\u2066i\u{e0041}j\u001bk\u0007l";
+  const RAW = /[\u007f-\u009f\u00ad\u061c\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\u{e0000}-\u{e007f}\u0000-\u001f]/u;
+
+  it("--audit --json escapes bidi overrides, line and paragraph separators and other format characters planted in the log", async () => {
+    const { dir, cli } = fresh();
+    expect((await cli("--create", "--name", "ci", "-r", "GUEST")).code).toBe(0);
+    appendFileSync(join(dir, "audit", "audit.log"), `${line(1, { name: HOSTILE, actor: { kind: "local", user: HOSTILE, host: "h\u202eost" }, changed: [HOSTILE] } as never)}\n`);
+    const out = await cli("--audit", "--json");
+    expect(out.code, out.stderr).toBe(0);
+    expect(out.stdout.trimEnd()).not.toMatch(RAW);
+    expect(out.stdout).toContain("a\\u202eb\\u2028c\\u2029d\\u200fe\\u0085f\\u007fg\\ufeffh\\u2066i\\udb40\\udc41j\\u001bk\\u0007l");
+    const planted = json(out).events.find((e: AuditEvent) => e.id === "id-1");
+    expect(planted).toMatchObject({ name: HOSTILE, actor: { user: HOSTILE, host: "h\u202eost" }, changed: [HOSTILE] });
+  });
+
+  it("every JSON output shares that writer: --list --json of keys a remote service or a planted record sent", () => {
+    const key: ApiKeyInfo = { id: "0b6f1c2e-8d4a-4f3b-9a1e-5c7d2e8f9a10", name: HOSTILE, description: `\u202e${HOSTILE}`, roles: ["VIEWER"], permissions: [], createdAt: "2030-01-01T00:00:00.000Z" } as ApiKeyInfo;
+    const { stdout } = formatList([key], true, { tty: false, columns: 80 });
+    expect(stdout!.trimEnd()).not.toMatch(RAW);
+    expect(JSON.parse(stdout!)).toEqual({ keys: [key] });
+    const events: AuditEvent[] = [{ at: "2030-01-01T00:00:00.000Z", action: "create", id: "x", name: HOSTILE, actor: { kind: "key", id: "y", name: HOSTILE } }];
+    const audit = formatAudit(events, true, { tty: false, columns: 80 }).stdout!;
+    expect(audit.trimEnd()).not.toMatch(RAW);
+    expect(JSON.parse(audit).events).toEqual(events);
   });
 });
 

@@ -6,6 +6,7 @@
 import type { AuditEvent } from "../core/model.ts";
 import { describeActor } from "../store/audit.ts";
 import type { Output } from "./format.ts";
+import { jsonLine } from "./json-text.ts";
 import type { ListView } from "./list.ts";
 import { type Column, renderLines, renderTable } from "./table.ts";
 
@@ -54,7 +55,7 @@ function eventJson(e: AuditEvent) {
 
 /** `--audit`: JSON, the table on a terminal, or lines on a pipe; no events: a line on stderr, exit 0. */
 export function formatAudit(events: AuditEvent[], asJson: boolean, view: ListView): Output {
-  if (asJson) return { stdout: JSON.stringify({ events: events.map(eventJson) }) + "\n", exitCode: 0, readerMayLeave: true };
+  if (asJson) return { stdout: jsonLine({ events: events.map(eventJson) }), exitCode: 0, readerMayLeave: true };
   if (events.length === 0) return { notice: "No audit events", exitCode: 0 };
   return { stdout: view.tty ? renderTable(COLUMNS, events, view.columns) : renderLines(FIELDS, events), exitCode: 0, readerMayLeave: true };
 }

@@ -4,8 +4,10 @@
  */
 import type { ApiKeyInfo, CreatedKey } from "../core/model.ts";
 import { createdSummary, type Output, sentenceTime } from "./format.ts";
+import { jsonLine } from "./json-text.ts";
 
-const json = (value: unknown) => JSON.stringify(value) + "\n";
+/** Every JSON output goes through the one writer that keeps it safe to print (./json-text.ts). */
+const json = jsonLine;
 
 /**
  * A value for a dotenv file that a POSIX shell can also `source`: bare when it is only safe characters

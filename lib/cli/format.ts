@@ -6,6 +6,7 @@ import type { ApiKeyInfo, CreatedKey } from "../core/model.ts";
 import { listLines, listTable, type ListView, stdoutView } from "./list.ts";
 import { isServiceError, ServiceError } from "../core/errors.ts";
 import { redactSecrets } from "../core/secret.ts";
+import { jsonLine } from "./json-text.ts";
 
 /** What a command prints: `stdout` is data, `notice` is a line for people (stderr), and the exit status. */
 export interface Output {
@@ -18,7 +19,8 @@ export interface Output {
   readerMayLeave?: boolean;
 }
 
-const json = (value: unknown) => JSON.stringify(value) + "\n";
+/** Every JSON output goes through the one writer that keeps it safe to print (./json-text.ts). */
+const json = jsonLine;
 
 export const NO_KEYS_MESSAGE = "No API keys found to delete";
 export const notFoundMessage = (name: string) => `No API key found with name: ${name}`;

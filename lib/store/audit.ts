@@ -44,6 +44,42 @@ export function selectEvents(events: readonly AuditEvent[], { since, limit }: Au
   return limit === undefined ? [...from] : from.slice(Math.max(0, from.length - limit));
 }
 
+/**
+ * `selectEvents` over events offered one at a time, in log order, keeping only what the answer can hold:
+ * those at or after `since`, and with `limit` at most about twice that many at any moment (the latest by
+ * time, log order among equal times, as `byTime` orders them). Memory is bounded by the answer, never by
+ * the log; writers with clocks out of step are ordered exactly as when the whole log is sorted.
+ */
+export function createEventSelector({ since, limit }: AuditQuery = {}) {
+  let kept: { time: number; seq: number; event: AuditEvent }[] = [];
+  let seq = 0;
+  const cap = limit === undefined ? Infinity : Math.max(0, limit);
+  const trimAt = Math.max(2 * cap, 1024);
+  /** Once `cap` events are kept, an event before the earliest of them can never be among the latest. */
+  let floor = since ?? -Infinity;
+  const order = () => {
+    kept.sort((a, b) => a.time - b.time || a.seq - b.seq);
+    if (kept.length > cap) kept = kept.slice(kept.length - cap);
+    if (kept.length === cap && cap > 0) floor = Math.max(floor, kept[0].time);
+  };
+  const wants = (time: number) => cap > 0 && time >= floor;
+  return {
+    /** False when an event of this time would not be kept: a reader may then skip parsing the rest of it. */
+    wants,
+    offer(event: AuditEvent): void {
+      const time = Date.parse(event.at);
+      if (!wants(time)) return;
+      kept.push({ time, seq: seq++, event });
+      if (kept.length >= trimAt) order();
+    },
+    /** The selected events, oldest first. */
+    result(): AuditEvent[] {
+      order();
+      return kept.map((k) => k.event);
+    },
+  };
+}
+
 const isText = (value: unknown): value is string => typeof value === "string";
 
 /**

@@ -84,7 +84,7 @@ export async function openKeyStore(
     return store;
   }
   if (spec.kind === "fs") {
-    const driver = fsDriver({ base: spec.dir, blocking: options.oneShot });
+    const driver = fsDriver({ base: spec.dir, blocking: options.oneShot, debug });
     driver.check(); // a bad, foreign or loose directory is reported before any work, and a server never starts on one
     return createKeyStore({ storage: createStorage({ driver }), atomic: driver.atomic, audit: driver.audit, debug });
   }

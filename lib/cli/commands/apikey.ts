@@ -31,6 +31,7 @@ import type { CliBackend, CommandDef, CommandIO } from "../command.ts";
 import { deliver } from "../output.ts";
 import { checkOutputTarget } from "../secret-file.ts";
 import { withStoreHint } from "../store-hint.ts";
+import { jsonLine } from "../json-text.ts";
 
 export type { ApikeyFlags, KeyBackend };
 
@@ -100,7 +101,7 @@ export async function runApikey(flags: ApikeyFlags, store: CliBackend, context: 
 /** Nothing matched a delete: exit 0 with --if-exists, else the not-found failure (exit 1). */
 function nothingToDelete(message: string, code: "NOT_FOUND" | "NO_KEYS", flags: ApikeyFlags, asJson: boolean): Output {
   if (flags.ifExists) return formatNothingToDelete(message, code, asJson);
-  if (asJson) return { stdout: JSON.stringify({ deleted: 0, error: message, code }) + "\n", exitCode: 1 };
+  if (asJson) return { stdout: jsonLine({ deleted: 0, error: message, code }), exitCode: 1 };
   return { notice: message, exitCode: 1 };
 }
 
@@ -134,7 +135,7 @@ async function create(flags: ApikeyFlags, values: LifecycleValues, store: CliBac
   const graceUntil = graceFrom === undefined ? undefined : new Date(graceFrom + graceMs!).toISOString();
   const output = env ? formatEnv(created, replacing, graceUntil) : formatCreated(created, asJson, replacing, graceUntil);
   // With --if-not-exists a script reads `.created`; a plain create keeps the specified shape exactly.
-  if (flags.ifNotExists && asJson) output.stdout = JSON.stringify({ ...createdJson(created), created: true }) + "\n";
+  if (flags.ifNotExists && asJson) output.stdout = jsonLine({ ...createdJson(created), created: true });
   return { ...output, created: { id: created.id, name: created.name, overwrite } };
 }
 

@@ -15,12 +15,23 @@
  *   of space removes it and tries once more. It is made again by a later append that finds room. The log
  *   itself is made at the first event and again right after each rotation, so an append needs blocks,
  *   never a new inode.
+ * - Reading streams: each file is read in chunks of 1 MiB and each event, once parsed, is offered to a
+ *   selector that keeps only what the query returns (`since`; with `limit`, the latest N by time), so a
+ *   log far past its rotation size (appended to by hand, or kept from before) costs time, not memory.
+ *   A file is read in its last `maxReadBytes` (64 MiB) at most: the store never makes one that big, and
+ *   what is before is skipped (said at debug level), starting at the first whole event after the cut.
+ * - Only regular files of the store's owner, 0600: a FIFO, socket, device or directory in place of the log
+ *   (or a rotated file, or the reserve) is refused on reading and on appending, naming the path and the
+ *   fix; a file of another user is refused as `_fs-trust.ts` refuses its folders; one of ours that is
+ *   looser (or tighter, under a umask like 0277) is made 0600 again on its descriptor when opened.
  */
 import { randomUUID } from "node:crypto";
 import { constants, type Stats } from "node:fs";
 import { join } from "node:path";
+import { ServiceError } from "../../core/errors.ts";
 import type { AuditEvent } from "../../core/model.ts";
-import { type AuditLog, auditEventOf, byTime, selectEvents } from "../audit.ts";
+import { printable } from "../_system-errors.ts";
+import { type AuditLog, auditEventOf, createEventSelector } from "../audit.ts";
 import type { FileOps } from "./_fs-ops.ts";
 import { plantedLink, READ_FLAGS, type StoreTrust } from "./_fs-trust.ts";
 
@@ -31,6 +42,11 @@ export interface FsAuditOptions {
   keep?: number;
   /** Bytes kept in reserve for appends on a full disk (default 64 KiB). */
   reserveBytes?: number;
+  /**
+   * At most this many bytes of each file are read, its last ones (default 64 MiB, and never less than twice
+   * `maxBytes`): a file the store wrote is never near it; the part before is skipped and said at debug level.
+   */
+  maxReadBytes?: number;
 }
 
 const LOG = "audit.log";
@@ -40,7 +56,12 @@ const ROTATED = /^audit-\d{8}T\d{9}Z-[0-9a-f]{8}\.log$/;
 const APPEND_FLAGS = constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0);
 const CREATE_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0);
 /** Where an event starts: events are written with `at` first (see `auditEventOf`). */
+const EVENT_OPEN = '{"at":';
 const EVENT_START = /(?=\{"at":)/;
+/** Bytes read at a time. */
+const CHUNK = 1024 * 1024;
+/** Longer than any event the store writes: a "line" past this without an event start is skipped, not held. */
+const MAX_PIECE = 1024 * 1024;
 
 const isCode = (error: unknown, ...codes: string[]) => codes.includes((error as { code?: string })?.code ?? "");
 const noSpace = (error: unknown) => isCode(error, "ENOSPC", "EDQUOT");
@@ -48,21 +69,88 @@ const noSpace = (error: unknown) => isCode(error, "ENOSPC", "EDQUOT");
 /** `audit-20261122T225943123Z-1a2b3c4d.log`: names sort in the order the files were rotated. */
 const rotatedName = () => `audit-${new Date().toISOString().replace(/[-:.]/g, "")}-${randomUUID().slice(0, 8)}.log`;
 
+/**
+ * Finds events in a log's text given in pieces of any size, skipping torn and foreign lines: `push` each
+ * piece in order, then `end`. Holds at most one unfinished line (a piece past `MAX_PIECE` without an event
+ * start is dropped, as it could never be one whole event).
+ */
+export function createAuditScanner(
+  emit: (event: AuditEvent) => void,
+  { skipFirst = false, wants }: { skipFirst?: boolean; wants?: (time: number) => boolean } = {},
+) {
+  let carry = "";
+  /** Dropping the text up to the next line or event start: after a cut (the start of a partial read, an overlong piece). */
+  let skipping = skipFirst;
+  const take = (piece: string) => {
+    if (skipping) {
+      skipping = false;
+      if (!piece.startsWith(EVENT_OPEN)) return;
+    }
+    if (!piece.startsWith("{")) return;
+    if (wants && piece.startsWith(EVENT_OPEN + '"')) {
+      // The time, written first: an event the query would drop is not parsed (most of a big log, for --limit).
+      const time = Date.parse(piece.slice(EVENT_OPEN.length + 1, piece.indexOf('"', EVENT_OPEN.length + 1)));
+      if (Number.isFinite(time) && !wants(time)) return;
+    }
+    try {
+      const event = auditEventOf(JSON.parse(piece));
+      if (event) emit(event);
+    } catch {
+      // a torn or foreign piece: not an event
+    }
+  };
+  return {
+    push(text: string): void {
+      text = carry + text;
+      let from = 0;
+      for (let nl = text.indexOf("\n"); nl !== -1; from = nl + 1, nl = text.indexOf("\n", from)) {
+        const line = text.slice(from, nl);
+        if (line.indexOf(EVENT_OPEN, 1) === -1) take(line); // one event (or none) on the line: the usual case
+        else for (const piece of line.split(EVENT_START)) take(piece);
+        skipping = false;
+      }
+      // In the unfinished line, a piece followed by an event start is whole; the last one may go on.
+      const pieces = text.slice(from).split(EVENT_START);
+      for (let i = 0; i < pieces.length - 1; i++) take(pieces[i]);
+      carry = pieces[pieces.length - 1];
+      if (carry.length > MAX_PIECE) {
+        carry = carry.slice(-(EVENT_OPEN.length - 1)); // an event start cut in two is still found
+        skipping = true;
+      }
+    },
+    end(): void {
+      const rest = carry;
+      carry = "";
+      for (const piece of rest.split(EVENT_START)) take(piece);
+    },
+  };
+}
+
 /** The events in a log file's text, skipping torn and foreign lines. */
 export function parseAuditText(text: string): AuditEvent[] {
   const events: AuditEvent[] = [];
-  for (const line of text.split("\n")) {
-    for (const piece of line.split(EVENT_START)) {
-      if (!piece.startsWith("{")) continue;
-      try {
-        const event = auditEventOf(JSON.parse(piece));
-        if (event) events.push(event);
-      } catch {
-        // a torn or foreign piece: not an event
-      }
-    }
-  }
+  const scanner = createAuditScanner((event) => events.push(event));
+  scanner.push(text);
+  scanner.end();
   return events;
+}
+
+/** What a path holds, in a message. */
+const kindOf = (stat: Stats) =>
+  stat.isFIFO() ? "fifo"
+  : stat.isSocket() ? "socket"
+  : stat.isDirectory() ? "directory"
+  : stat.isCharacterDevice() ? "character device"
+  : stat.isBlockDevice() ? "block device"
+  : stat.isSymbolicLink() ? "symbolic link"
+  : "special file";
+
+/** The error for something in place of a log file, the reserve or a rotated file that the store never makes. */
+function notRegular(path: string, stat: Stats): ServiceError {
+  return new ServiceError(
+    "STORE_UNAVAILABLE",
+    printable(`Key store unavailable: ${path} is not a regular file but a ${kindOf(stat)}, which the store never makes: someone else may have planted it. Remove it.`),
+  );
 }
 
 export interface FsAuditContext {
@@ -72,11 +160,14 @@ export interface FsAuditContext {
   files: FileOps;
   /** fsync before an append counts as done. */
   durable: boolean;
+  /** Detail for LOG_LEVEL=debug: a file read only in its last part. */
+  debug?: (message: string) => void;
 }
 
 /** The audit log of the file store whose `audit` directory is `dir`. */
-export function createFsAuditLog({ dir, trust, files, durable }: FsAuditContext, options: FsAuditOptions = {}): AuditLog {
+export function createFsAuditLog({ dir, trust, files, durable, debug }: FsAuditContext, options: FsAuditOptions = {}): AuditLog {
   const { maxBytes = 4 * 1024 * 1024, keep = 4, reserveBytes = 64 * 1024 } = options;
+  const maxReadBytes = options.maxReadBytes ?? Math.max(64 * 1024 * 1024, 2 * maxBytes);
   const path = join(dir, LOG);
   const reservePath = join(dir, RESERVE);
 
@@ -91,13 +182,64 @@ export function createFsAuditLog({ dir, trust, files, durable }: FsAuditContext,
     }
   };
 
-  /** Makes the reserve when it is missing; on a full disk, leaves nothing behind and tries again next time. */
-  const keepReserve = async () => {
-    try {
-      if ((await files.lstat(reservePath)).size >= reserveBytes) return;
-    } catch (error) {
-      if (!isCode(error, "ENOENT")) throw error;
+  /**
+   * Checks a file of the log just opened (or about to be used) as `fd`: a regular file of the store's owner
+   * (this process acts as the owner once its folders are trusted: `_fs-trust.ts`), made 0600 when it is ours
+   * and not. `strict`: for writing, where a mode that cannot be fixed is an error; a reader goes on.
+   */
+  const checkFile = async (fd: number, path: string, stat: Stats, strict: boolean) => {
+    if (!stat.isFile()) throw notRegular(path, stat);
+    const euid = process.geteuid?.() ?? -1; // -1: no Unix users (Windows), nothing to compare
+    if (euid !== -1 && stat.uid !== euid) {
+      throw new ServiceError("STORE_UNAVAILABLE", printable(
+        `Key store unavailable: ${path} belongs to uid ${stat.uid}, not to the store's owner (uid ${euid}): someone else may have planted it. Remove it, or if it is yours: chown ${euid} ${path}`,
+      ));
     }
+    if ((stat.mode & 0o777) === 0o600) return;
+    try {
+      await files.fchmod(fd, 0o600);
+    } catch (error) {
+      if (strict) throw Object.assign(error as Error, { path });
+    }
+  };
+
+  /** Opens `path` with `flags`; undefined when it is missing. Links and what cannot be opened as a file are refused. */
+  const openFile = async (target: string, flags: number, mode?: number): Promise<number | undefined> => {
+    try {
+      return await files.open(target, flags, mode);
+    } catch (error) {
+      if (isCode(error, "ENOENT")) return undefined;
+      if (isCode(error, "ELOOP")) throw plantedLink(target);
+      // A FIFO without a reader or a socket (ENXIO), a directory opened for writing (EISDIR): say what it is.
+      if (isCode(error, "ENXIO", "EISDIR", "EOPNOTSUPP", "ENODEV")) {
+        const stat = await files.lstat(target).catch(() => undefined);
+        if (stat && !stat.isFile()) throw notRegular(target, stat);
+      }
+      throw error;
+    }
+  };
+
+  /**
+   * Makes the reserve when it is missing; on a full disk, leaves nothing behind and tries again next time.
+   * One that is there is checked like the log (a loose one made 0600), by a descriptor, only when its mode is off.
+   */
+  const keepReserve = async () => {
+    const stat = await files.lstat(reservePath).catch((error) => {
+      if (!isCode(error, "ENOENT")) throw error;
+      return undefined;
+    });
+    if (stat && !stat.isFile() && !stat.isSymbolicLink()) throw notRegular(reservePath, stat); // a link is replaced below
+    if (stat?.isFile() && ((stat.mode & 0o777) !== 0o600 || stat.uid !== (process.geteuid?.() ?? stat.uid))) {
+      const fd = await openFile(reservePath, READ_FLAGS);
+      if (fd !== undefined) {
+        try {
+          await checkFile(fd, reservePath, await files.fstat(fd), true);
+        } finally {
+          await close(fd);
+        }
+      }
+    }
+    if (stat?.isFile() && stat.size >= reserveBytes) return;
     const tmp = `${reservePath}.${randomUUID()}.tmp`;
     try {
       const fd = await files.open(tmp, CREATE_FLAGS, 0o600);
@@ -126,24 +268,16 @@ export function createFsAuditLog({ dir, trust, files, durable }: FsAuditContext,
     }
   };
 
-  /** Opens the log for appending; the store never makes a link or a FIFO there, so one is refused. */
+  /** Opens the log for appending: only a regular file of ours, made 0600 (see `checkFile`). */
   const openLog = async (): Promise<number> => {
-    let fd;
+    const fd = await openFile(path, APPEND_FLAGS, 0o600);
+    if (fd === undefined) throw Object.assign(new Error(`cannot open ${path}`), { code: "ENOENT", path, syscall: "open" }); // its folder went away
     try {
-      fd = await files.open(path, APPEND_FLAGS, 0o600);
+      await checkFile(fd, path, await files.fstat(fd), true);
     } catch (error) {
-      if (isCode(error, "ELOOP")) throw plantedLink(path);
-      throw error;
-    }
-    const stat = await files.fstat(fd).catch(async (error) => {
       await close(fd);
       throw error;
-    });
-    if (!stat.isFile()) {
-      await close(fd);
-      throw Object.assign(new Error(`${path} is not a regular file`), { code: "EISDIR", path, syscall: "open" });
     }
-    trust.adopt(fd);
     return fd;
   };
 
@@ -208,37 +342,54 @@ export function createFsAuditLog({ dir, trust, files, durable }: FsAuditContext,
 
     async read(query = {}) {
       if (!trust.directory(dir, false)) return [];
+      const selector = createEventSelector(query);
+      const buffer = Buffer.allocUnsafe(CHUNK);
+      /** Offers the events of the open file `fd` (of `size` bytes when opened) to the selector, a chunk at a time. */
+      const scan = async (fd: number, file: string, size: number) => {
+        const start = Math.max(0, size - maxReadBytes);
+        if (start > 0) debug?.(`audit: ${file} is ${size} bytes, past the ${maxReadBytes} read of a file: skipped the first ${start} bytes (older events)`);
+        const decoder = new TextDecoder();
+        const scanner = createAuditScanner((event) => selector.offer(event), { skipFirst: start > 0, wants: selector.wants });
+        // To the end, which may have moved on since (appends meanwhile), but never more than the bound.
+        for (let at = start; at - start < maxReadBytes + CHUNK;) {
+          const read = await files.readAt(fd, buffer, at);
+          if (read === 0) break;
+          scanner.push(decoder.decode(buffer.subarray(0, read), { stream: true }));
+          at += read;
+        }
+        scanner.push(decoder.decode());
+        scanner.end();
+      };
+      /** Opens a file of the log for reading and checks it; undefined when it is gone. */
+      const open = async (file: string) => {
+        const fd = await openFile(file, READ_FLAGS);
+        if (fd === undefined) return undefined;
+        try {
+          const stat = await files.fstat(fd);
+          await checkFile(fd, file, stat, false);
+          return { fd, stat };
+        } catch (error) {
+          await close(fd);
+          throw error;
+        }
+      };
       // The current log first, held open: if it is rotated while the others are read, it is read once, here.
-      let current: { fd: number; stat: Stats } | undefined;
+      const current = await open(path);
       try {
-        const fd = await files.open(path, READ_FLAGS);
-        current = { fd, stat: await files.fstat(fd) };
-      } catch (error) {
-        if (isCode(error, "ELOOP")) throw plantedLink(path);
-        if (!isCode(error, "ENOENT")) throw error;
-      }
-      try {
-        const events: AuditEvent[] = [];
         const names = (await files.readdir(dir, { withFileTypes: true })).map((e) => e.name).filter((n) => ROTATED.test(n)).sort();
         for (const name of names) {
-          let fd;
+          const file = join(dir, name);
+          const rotated = await open(file); // gone: removed by a rotation meanwhile (the oldest go first)
+          if (!rotated) continue;
           try {
-            fd = await files.open(join(dir, name), READ_FLAGS);
-          } catch (error) {
-            if (isCode(error, "ENOENT")) continue; // removed by a rotation meanwhile: the oldest go first
-            if (isCode(error, "ELOOP")) throw plantedLink(join(dir, name));
-            throw error;
-          }
-          try {
-            const stat = await files.fstat(fd);
-            if (!stat.isFile() || (current && stat.ino === current.stat.ino && stat.dev === current.stat.dev)) continue;
-            events.push(...parseAuditText(await files.readFd(fd)));
+            if (current && rotated.stat.ino === current.stat.ino && rotated.stat.dev === current.stat.dev) continue;
+            await scan(rotated.fd, file, rotated.stat.size);
           } finally {
-            await close(fd);
+            await close(rotated.fd);
           }
         }
-        if (current?.stat.isFile()) events.push(...parseAuditText(await files.readFd(current.fd)));
-        return selectEvents(byTime(events), query);
+        if (current) await scan(current.fd, path, current.stat.size);
+        return selector.result();
       } finally {
         if (current) await close(current.fd);
       }

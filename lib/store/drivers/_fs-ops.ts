@@ -25,6 +25,9 @@ export interface FileOps {
   lstat(path: string): Promise<fs.Stats>;
   /** The rest of an open file as text. */
   readFd(fd: number): Promise<string>;
+  /** pread(2): up to `buffer.length` bytes at `position`; resolves with the bytes read (0 at the end). */
+  readAt(fd: number, buffer: Uint8Array, position: number): Promise<number>;
+  fchmod(fd: number, mode: number): Promise<void>;
 }
 
 const openAsync = promisify(fs.open);
@@ -72,6 +75,9 @@ export const threadPoolOps: FileOps = {
   fstat: promisify(fs.fstat),
   lstat: promisify(fs.lstat),
   readFd: readAll,
+  readAt: (fd, buffer, position) =>
+    new Promise((done, fail) => fs.read(fd, buffer, 0, buffer.length, position, (error, read) => (error ? fail(error) : done(read)))),
+  fchmod: promisify(fs.fchmod),
 };
 
 /**
@@ -95,5 +101,7 @@ export const blockingOps: FileOps = {
   fstat: async (fd) => fs.fstatSync(fd),
   lstat: async (path) => fs.lstatSync(path),
   readFd: async (fd) => fs.readFileSync(fd, "utf8"),
+  readAt: async (fd, buffer, position) => fs.readSync(fd, buffer, 0, buffer.length, position),
+  fchmod: async (fd, mode) => fs.fchmodSync(fd, mode),
 };
 

@@ -43,6 +43,8 @@ export interface FsDriverOptions {
   blocking?: boolean;
   /** The audit log's rotation and reserve sizes (see `_fs-audit.ts`); the defaults suit every store. */
   audit?: FsAuditOptions;
+  /** Detail for LOG_LEVEL=debug (the audit log says when it read a file only in its last part). */
+  debug?: (message: string) => void;
 }
 
 /** True when a process with this pid exists on this host. */
@@ -327,7 +329,7 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
     name: "service-api-fs",
     options,
     atomic,
-    audit: createFsAuditLog({ dir: join(base, "audit"), trust, files, durable }, options.audit),
+    audit: createFsAuditLog({ dir: join(base, "audit"), trust, files, durable, debug: options.debug }, options.audit),
     check: () => void trust.directory(base, false),
     hasItem: async (key) => (await read(pathOf(key))) !== null,
     getItem: (key) => read(pathOf(key)),
