@@ -1,0 +1,64 @@
+// The request path that answers remembered queries without a promise (fs store): what it skips, and what
+// it must never skip (the revision read that makes a revocation by another process, the CLI, show at once).
+import { cpSync, renameSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { openKeyStore, parseStoreSpec } from "../lib/store/config.ts";
+import type { KeyStore } from "../lib/store/key-store.ts";
+import { verifyNowOf } from "../lib/store/_verify.ts";
+import { tempDir } from "./helpers/cli.ts";
+
+const { dir: root, cleanup } = tempDir("service-api-hot-path-");
+afterAll(cleanup);
+const open: KeyStore[] = [];
+afterEach(async () => {
+  for (const store of open.splice(0)) await store.close?.();
+});
+let n = 0;
+async function fsStore(dir = join(root, `store-${++n}`)): Promise<{ dir: string; store: KeyStore }> {
+  const store = await openKeyStore(parseStoreSpec(dir), () => {});
+  open.push(store);
+  return { dir, store };
+}
+/** Another process's view of the same directory, as the CLI has. */
+const cliOf = async (dir: string) => (await fsStore(dir)).store;
+const input = (name: string) => ({ name, roles: ["ADMIN"], permissions: [] });
+const isThenable = (value: unknown) => typeof (value as { then?: unknown } | null)?.then === "function";
+
+describe("verify, synchronously when remembered", () => {
+  it("answers a remembered key without a promise on the fs store; store.verify stays a promise", async () => {
+    const { store } = await fsStore();
+    const { key, id } = await store.create(input("a"));
+    const verifyNow = verifyNowOf(store);
+    const first = verifyNow(key);
+    expect(isThenable(first)).toBe(true); // first time: the records are read
+    await first;
+    const hit = verifyNow(key);
+    expect(isThenable(hit)).toBe(false);
+    expect((hit as { id: string }).id).toBe(id);
+    expect(store.verify(key)).toBeInstanceOf(Promise);
+  });
+
+  it("reads the revision on every call: a key deleted by another process is refused on the next one", async () => {
+    const { dir, store } = await fsStore();
+    const { key } = await store.create(input("a"));
+    const verifyNow = verifyNowOf(store);
+    await verifyNow(key);
+    expect(isThenable(verifyNow(key))).toBe(false);
+    await (await cliOf(dir)).deleteByName("a");
+    expect(await verifyNow(key)).toBeNull();
+  });
+
+  it("also after the store was moved aside and copied back", async () => {
+    const { dir, store } = await fsStore();
+    const { key } = await store.create(input("a"));
+    const verifyNow = verifyNowOf(store);
+    await verifyNow(key);
+    expect(isThenable(verifyNow(key))).toBe(false);
+    renameSync(dir, `${dir}.aside`);
+    cpSync(`${dir}.aside`, dir, { recursive: true, preserveTimestamps: true });
+    await (await cliOf(dir)).deleteByName("a");
+    expect(await verifyNow(key)).toBeNull();
+    rmSync(`${dir}.aside`, { recursive: true, force: true });
+  });
+});
