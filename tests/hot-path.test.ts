@@ -6,6 +6,8 @@ import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { openKeyStore, parseStoreSpec } from "../lib/store/config.ts";
 import type { KeyStore } from "../lib/store/key-store.ts";
 import { verifyNowOf } from "../lib/store/_verify.ts";
+import { createServiceHandler } from "../lib/http/handler.ts";
+import type { ServiceRequest, ServiceResponse } from "../lib/http/types.ts";
 import { tempDir } from "./helpers/cli.ts";
 
 const { dir: root, cleanup } = tempDir("service-api-hot-path-");
@@ -24,6 +26,12 @@ async function fsStore(dir = join(root, `store-${++n}`)): Promise<{ dir: string;
 const cliOf = async (dir: string) => (await fsStore(dir)).store;
 const input = (name: string) => ({ name, roles: ["ADMIN"], permissions: [] });
 const isThenable = (value: unknown) => typeof (value as { then?: unknown } | null)?.then === "function";
+
+function request(secret: string, query = "{ me { id name } }"): ServiceRequest {
+  const headers: Record<string, string> = { authorization: `Bearer ${secret}`, "content-type": "application/json" };
+  const body = JSON.stringify({ query });
+  return { method: "POST", url: "/graphql", headers: { get: (name) => headers[name] ?? null }, body: () => body };
+}
 
 describe("verify, synchronously when remembered", () => {
   it("answers a remembered key without a promise on the fs store; store.verify stays a promise", async () => {
@@ -60,5 +68,35 @@ describe("verify, synchronously when remembered", () => {
     await (await cliOf(dir)).deleteByName("a");
     expect(await verifyNow(key)).toBeNull();
     rmSync(`${dir}.aside`, { recursive: true, force: true });
+  });
+});
+
+describe("the handler's remembered answer", () => {
+  it("comes back without a promise, and a key deleted meanwhile by another process gets 401 at once", async () => {
+    const { dir, store } = await fsStore();
+    const { key } = await store.create(input("a"));
+    const handle = createServiceHandler({ store, recordLastUse: false });
+    const first = handle(request(key));
+    expect(isThenable(first)).toBe(true);
+    const computed = (await first) as ServiceResponse;
+    expect(computed.status).toBe(200);
+    const remembered = handle(request(key));
+    expect(isThenable(remembered)).toBe(false);
+    expect((remembered as ServiceResponse).body).toBe(computed.body);
+    await (await cliOf(dir)).deleteByName("a");
+    expect((await handle(request(key))).status).toBe(401);
+    await handle.close();
+  });
+
+  it("a query that is never remembered still answers through graphql-http", async () => {
+    const { store } = await fsStore();
+    const { key } = await store.create(input("a"));
+    const handle = createServiceHandler({ store, recordLastUse: false });
+    for (let i = 0; i < 3; i++) {
+      const response = handle(request(key, "{ me { id } info { hostname } }"));
+      expect(isThenable(response)).toBe(true);
+      expect(((await response) as ServiceResponse).status).toBe(200);
+    }
+    await handle.close();
   });
 });
