@@ -2,7 +2,9 @@
 // it must never skip (the revision read that makes a revocation by another process, the CLI, show at once).
 import { cpSync, renameSync, rmSync } from "node:fs";
 import { join } from "node:path";
+import { connect } from "node:net";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { listenNode } from "../lib/http/node.ts";
 import { openKeyStore, parseStoreSpec } from "../lib/store/config.ts";
 import type { KeyStore } from "../lib/store/key-store.ts";
 import { verifyNowOf } from "../lib/store/_verify.ts";
@@ -98,5 +100,49 @@ describe("the handler's remembered answer", () => {
       expect(((await response) as ServiceResponse).status).toBe(200);
     }
     await handle.close();
+  });
+});
+
+describe("the node adapter", () => {
+  /** A server whose handler reports whether the body came whole (a string) or had to be awaited. */
+  async function bodyProbe() {
+    const seen: string[] = [];
+    const handle = Object.assign((request: ServiceRequest) => {
+      const body = request.body();
+      const answer = (text: string | null) => ({ status: 200, headers: { "content-type": "text/plain" }, body: String(text) });
+      if (typeof body === "string" || body === null) return (seen.push("whole"), answer(body));
+      seen.push("awaited");
+      return body.then(answer);
+    }, { close: async () => {} });
+    const server = await listenNode(handle, {
+      host: "127.0.0.1", port: 0, maxBodyBytes: 1024, shutdownTimeoutMs: 1000, headersTimeoutMs: 5000,
+      requestTimeoutMs: 5000, keepAliveTimeoutMs: 5000, maxConnections: 10, onAcceptError: () => {},
+    });
+    return { server, seen };
+  }
+  /** Sends raw bytes in the given pieces (a pause between them) and returns the whole answer. */
+  const send = (port: number, pieces: string[]) =>
+    new Promise<string>((resolve, reject) => {
+      const socket = connect(port, "127.0.0.1");
+      let out = "";
+      socket.on("data", (d) => (out += d));
+      socket.on("end", () => resolve(out));
+      socket.on("error", reject);
+      socket.on("connect", async () => {
+        for (const [i, piece] of pieces.entries()) {
+          if (i) await new Promise((r) => setTimeout(r, 50));
+          socket.write(piece);
+        }
+      });
+    });
+  const head = (length: number) => `POST /graphql HTTP/1.1\r\nHost: x\r\nContent-Length: ${length}\r\nConnection: close\r\n\r\n`;
+
+  it("hands the handler a body sent with the headers whole, without a promise; a later body is awaited", async () => {
+    const { server, seen } = await bodyProbe();
+    const body = JSON.stringify({ query: "{ me { id } }" });
+    expect(await send(server.port, [head(body.length) + body])).toMatch(/\r\n\r\n\{"query/);
+    expect(await send(server.port, [head(body.length), body])).toMatch(/\r\n\r\n\{"query/);
+    expect(seen).toEqual(["whole", "awaited"]);
+    await server.close();
   });
 });

@@ -67,14 +67,10 @@ function capConnections(server: Server, max: number, busy: WeakSet<Socket>, uplo
  * replaceable at the cap as trickled headers, while a steady upload is not.
  */
 function readBody(req: IncomingMessage, limit: number, uploads: Uploads): string | null | Promise<string | null> {
-  if (req.readableFlowing === null) {
-    // When key verification had to wait for the store (a cache miss, Redis), the parser has usually
-    // buffered a small body whole by now: take it at once instead of switching the stream to flowing.
-    if (req.complete) return whole(req, limit);
-    // Verified without waiting, the handler runs inside the parser's 'request' event, before it has
-    // parsed the rest of the packet: look again once it has (a microtask runs after the parser is done).
-    return Promise.resolve().then(() => (req.complete && req.readableFlowing === null ? whole(req, limit) : streamBody(req, limit, uploads)));
-  }
+  // The adapter runs the handler once the parser is done with the packet that ended the headers (see
+  // listenNode): a small body is usually buffered whole by then. Take it at once instead of switching
+  // the stream to flowing.
+  if (req.complete && req.readableFlowing === null) return whole(req, limit);
   return streamBody(req, limit, uploads);
 }
 
@@ -203,15 +199,24 @@ export function listenNode(
       res.end(JSON.stringify({ errors: [{ message: "Bad request", extensions: { code: "BAD_REQUEST" } }] }));
       busy.delete(socket);
     };
-    let response;
-    try {
-      response = handle(new NodeServiceRequest(req, options.maxBodyBytes, uploads));
-    } catch {
-      return broken();
-    }
-    // A remembered answer comes back at once: written in this turn, with no promise in between.
-    if (response instanceof Promise) response.then(write, broken);
-    else write(response);
+    const run = () => {
+      let response;
+      try {
+        response = handle(new NodeServiceRequest(req, options.maxBodyBytes, uploads));
+      } catch {
+        return broken();
+      }
+      // A remembered answer comes back at once: written in this turn, with no promise in between.
+      if (response instanceof Promise) response.then(write, broken);
+      else write(response);
+    };
+    // Node calls this at the end of the headers, before its parser has gone through the rest of the
+    // packet, and runs microtasks before it does: a body sent with the headers is not read yet. After
+    // this turn's I/O (setImmediate) it is, so the handler takes it whole instead of streaming it
+    // (listeners, flowing mode, a promise). Requests without a body run at once.
+    const length = req.headers["content-length"];
+    if (req.complete || length === undefined || length === "0" || Number(length) > options.maxBodyBytes) run();
+    else setImmediate(run);
   });
 
   server.keepAliveTimeout = options.keepAliveTimeoutMs; // not a createServer option on every Node version
