@@ -3,7 +3,8 @@
 // A focused, interleaved A/B of the service against bare node:http: for each round, every server
 // (bare, then each build given, default `current=dist/cli.cjs`; with --mercurius also the Mercurius peer)
 // is loaded in turn with autocannon for a remembered query (`{ me { id name } }`) and one that is never
-// remembered (it reads the host). Prints medians of req/s and of the server's CPU per request, and each
+// remembered (it reads the host). Prints medians of req/s and of the server's CPU per request (with each
+// round's CPU per request, to show the spread), and each
 // build's ratio to bare for both queries. Give two builds (say a copy of dist/ made before a change, and
 // dist/ after it) to compare them side by side in one run. Servers and load are pinned apart as in
 // `npm run bench` (bench/_lib.mjs).
@@ -64,9 +65,11 @@ for (const [what, by] of Object.entries(results)) {
   const rps = (name) => median(by[name].map((x) => x.rps));
   const cpu = (name) => median(by[name].map((x) => x.cpuUs));
   const bare = rps("bare");
-  console.log(`${what}: bare ${bare.toFixed(0)}/s, ${cpu("bare").toFixed(1)} µs CPU per request`);
+  // Every round's CPU per request too, in run order, so the spread behind each median shows.
+  const cpuRounds = (name) => by[name].map((x) => x.cpuUs.toFixed(1)).join(" ");
+  console.log(`${what}: bare ${bare.toFixed(0)}/s, ${cpu("bare").toFixed(1)} µs CPU per request (rounds: ${cpuRounds("bare")})`);
   for (const [name] of servers.slice(1)) {
     const rounds = by[name].map((x) => (x.rps / bare).toFixed(2)).join(" ");
-    console.log(`  ${name}: ${rps(name).toFixed(0)}/s, ${(rps(name) / bare).toFixed(2)} of bare (rounds: ${rounds}), ${cpu(name).toFixed(1)} µs CPU per request`);
+    console.log(`  ${name}: ${rps(name).toFixed(0)}/s, ${(rps(name) / bare).toFixed(2)} of bare (rounds: ${rounds}), ${cpu(name).toFixed(1)} µs CPU per request (rounds: ${cpuRounds(name)})`);
   }
 }

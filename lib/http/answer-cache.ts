@@ -25,16 +25,17 @@ export interface Computed {
 export interface AnswerCache {
   /**
    * The answer remembered for this request under this validity token, or else `compute()`'s,
-   * remembered when it is a 200 that depends on the key alone and is small enough.
+   * remembered when it is a 200 that depends on the key alone and is small enough. A remembered answer
+   * is returned as is (no promise: the hit path of a request needs none).
    */
-  answer(validity: string, request: ServiceRequest, body: string, compute: () => Promise<Computed>): Promise<ServiceResponse>;
+  answer(validity: string, request: ServiceRequest, body: string, compute: () => Promise<Computed>): ServiceResponse | Promise<ServiceResponse>;
 }
 
 /** @example const answers = createAnswerCache(); await answers.answer(key.validity, request, body, run); */
 export function createAnswerCache(limits = ANSWER_CACHE_LIMITS): AnswerCache {
   const answers = createLru<string, ServiceResponse>(limits.entries);
   return {
-    async answer(validity, request, body, compute) {
+    answer(validity, request, body, compute) {
       const small = request.url.length + body.length <= limits.maxRequestLength;
       const { headers } = request;
       const slot = small
@@ -42,12 +43,13 @@ export function createAnswerCache(limits = ANSWER_CACHE_LIMITS): AnswerCache {
         : undefined;
       const hit = slot === undefined ? undefined : answers.get(slot);
       if (hit) return hit;
-      const { response, keyOnly } = await compute();
-      if (slot !== undefined && keyOnly && response.status === 200 && (response.body?.length ?? 0) <= limits.maxResponseLength) {
-        Object.freeze(response.headers);
-        answers.set(slot, Object.freeze(response));
-      }
-      return response;
+      return compute().then(({ response, keyOnly }) => {
+        if (slot !== undefined && keyOnly && response.status === 200 && (response.body?.length ?? 0) <= limits.maxResponseLength) {
+          Object.freeze(response.headers);
+          answers.set(slot, Object.freeze(response));
+        }
+        return response;
+      });
     },
   };
 }

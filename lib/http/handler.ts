@@ -11,6 +11,8 @@
 import { createHandler as createGraphQLHttpHandler } from "graphql-http";
 import { type ExecutionArgs, type getOperationAST as graphqlGetOperationAST, type parse as graphqlParse } from "graphql";
 import type { ApiKeyInfo } from "../core/model.ts";
+import type { VerifiedKey } from "../store/types.ts";
+import { verifyNowOf } from "../store/_verify.ts";
 import { isWellFormedSecret } from "../core/secret.ts";
 import { createSchema, dependsOnKeyOnly, type GraphQLContext, operationOf, parseDocument, validateDocument } from "../graphql/schema.ts";
 import { ClientGone, variableLimitError } from "../graphql/limits.ts";
@@ -62,6 +64,9 @@ interface Trace {
   computed?: boolean;
 }
 
+type MaybePromise<T> = T | Promise<T>;
+const isPromise = <T>(value: MaybePromise<T>): value is Promise<T> => typeof (value as { then?: unknown } | null)?.then === "function";
+
 /** The content type graphql-http answers a result with, by the media type negotiated. */
 const CONTENT_TYPE: Record<GraphQLMediaType, string> = {
   [APPLICATION_JSON]: `${APPLICATION_JSON}; charset=utf-8`,
@@ -82,6 +87,9 @@ const boundedExecute = (args: ExecutionArgs) => {
  */
 export function createServiceHandler(options: HandlerOptions): ServiceHandler {
   const { store } = options;
+  // A remembered verification comes back without a promise (fs store): a remembered answer then needs
+  // none either, short of the body read (see node.ts).
+  const verifyNow = verifyNowOf(store);
   const limit = options.maxBodyBytes ?? MAX_BODY_BYTES;
   const onError = options.onError ?? ((error: unknown) => console.error("service-api: internal error:", error));
   const states = new WeakMap<ServiceRequest, RequestState>();
@@ -156,7 +164,7 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
     formatError,
   });
 
-  const handleGraphQL = async (request: ServiceRequest, mediaType: GraphQLMediaType, trace: Trace): Promise<ServiceResponse> => {
+  const handleGraphQL = (request: ServiceRequest, mediaType: GraphQLMediaType, trace: Trace): MaybePromise<ServiceResponse> => {
     if (request.method !== "GET" && request.method !== "POST") {
       return errorResponse(405, "METHOD_NOT_ALLOWED", "Use POST (or GET for queries) on /graphql", { allow: "GET, POST" });
     }
@@ -167,15 +175,30 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
     if (!isWellFormedSecret(found.secret)) {
       return refuse("malformed", "Malformed API key: it should start with 'sapi_' and be copied completely");
     }
-    const key = await store.verify(found.secret);
+    const key = verifyNow(found.secret);
+    return isPromise(key)
+      ? key.then((key) => authenticated(request, found.secret, key, mediaType, trace))
+      : authenticated(request, found.secret, key, mediaType, trace);
+  };
+
+  const authenticated = (
+    request: ServiceRequest,
+    secret: string,
+    key: VerifiedKey | null,
+    mediaType: GraphQLMediaType,
+    trace: Trace,
+  ): MaybePromise<ServiceResponse> => {
     if (!key) {
       // Only now, for the message: a refused key costs a second read, and never a write.
-      const why = await store.refusal(found.secret);
-      return refuse(why, KEY_REFUSED[why]);
+      return store.refusal(secret).then((why) => refuse(why, KEY_REFUSED[why]));
     }
     lastUse?.seen(key.id); // remembered answers included: the key authenticated this request
     trace.key = key;
-    const body = request.method === "POST" ? await request.body() : "";
+    const body = request.method === "POST" ? request.body() : "";
+    return isPromise(body) ? body.then((body) => answer(request, key, body, mediaType, trace)) : answer(request, key, body, mediaType, trace);
+  };
+
+  const answer = (request: ServiceRequest, key: VerifiedKey, body: string | null, mediaType: GraphQLMediaType, trace: Trace): MaybePromise<ServiceResponse> => {
     if (body === null) return tooLarge(limit);
     return answers.answer(key.validity, request, body, async () => {
       trace.computed = true;
@@ -204,26 +227,40 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
     return internal();
   };
 
-  /** Routes a request; `trace` collects what the access log and the metrics are told afterwards. */
-  const route = async (request: ServiceRequest, pathname: string | null, trace: Trace): Promise<ServiceResponse<string | Uint8Array<ArrayBuffer>>> => {
+  /** What /graphql answers, in the media type negotiated and with CORS, once `handleGraphQL` has answered. */
+  const finishGraphQL = (request: ServiceRequest, response: ServiceResponse, mediaType: GraphQLMediaType | null): ServiceResponse => {
+    if (mediaType !== null) response = inMediaType(response, mediaType);
+    return cors ? cors.decorate(request, response) : response;
+  };
+  const worked = (response: ServiceResponse) => {
+    if (response.status !== 503) outage.worked();
+    return response;
+  };
+
+  /**
+   * Routes a request; `trace` collects what the access log and the metrics are told afterwards. Answers
+   * without a promise when nothing on the way waited (a remembered answer, the fs store).
+   */
+  const route = (request: ServiceRequest, pathname: string | null, trace: Trace): MaybePromise<ServiceResponse<string | Uint8Array<ArrayBuffer>>> => {
     try {
       if (pathname === null) {
         return errorResponse(400, "BAD_REQUEST", "Invalid request target: send requests to /graphql", { connection: "close" });
       }
       const page = explorer?.(request, pathname);
-      if (page) return await page;
+      if (page) return page.catch(failure);
       if (pathname === "/graphql") {
         if (cors && request.method === "OPTIONS") return cors.preflight(request);
         const mediaType = negotiate(request.headers.get("accept"));
-        let response: ServiceResponse;
+        let response: MaybePromise<ServiceResponse>;
         try {
-          response = mediaType === null ? notAcceptable() : await handleGraphQL(request, mediaType, trace);
-          if (response.status !== 503) outage.worked();
+          response = mediaType === null ? notAcceptable() : handleGraphQL(request, mediaType, trace);
         } catch (error) {
-          response = failure(error);
+          return finishGraphQL(request, failure(error), mediaType);
         }
-        if (mediaType !== null) response = inMediaType(response, mediaType);
-        return cors ? cors.decorate(request, response) : response;
+        if (isPromise(response)) {
+          return response.then(worked, failure).then((response) => finishGraphQL(request, response, mediaType));
+        }
+        return finishGraphQL(request, worked(response), mediaType);
       }
       if (pathname === "/healthz") {
         if (request.method !== "GET" && request.method !== "HEAD") {
@@ -235,8 +272,8 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
           body: request.method === "HEAD" ? null : JSON.stringify({ status: "ok" }),
         };
       }
-      if (pathname === "/readyz") return await ready(request);
-      if (pathname === "/metrics" && metrics) return await metrics(request);
+      if (pathname === "/readyz") return ready(request).catch(failure);
+      if (pathname === "/metrics" && metrics) return metrics(request).catch(failure);
       return errorResponse(404, "NOT_FOUND", "Not found: the GraphQL endpoint is POST /graphql");
     } catch (error) {
       return failure(error);
@@ -246,17 +283,22 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
   const close = async () => {
     await lastUse?.close();
   };
-  if (!observer) return Object.assign((request: ServiceRequest) => route(request, pathOf(request.url), {}), { close });
-  return Object.assign(async (request: ServiceRequest) => {
+  if (!observer) {
+    return Object.assign((request: ServiceRequest) => route(request, pathOf(request.url), {}), { close });
+  }
+  return Object.assign((request: ServiceRequest) => {
     const started = performance.now();
     const pathname = pathOf(request.url);
     const trace: Trace = {};
-    const response = await route(request, pathname, trace);
-    if (response.status === 503 && pathname === "/graphql") observer.storeError();
-    // A remembered answer skipped execution, and only a query's is remembered.
-    const operation = trace.operation ?? (trace.key && !trace.computed ? "query" : "none");
-    const path = pathname ?? "(invalid target)";
-    observer.request({ method: request.method, path, status: response.status, ms: performance.now() - started, key: trace.key, operation });
-    return response;
+    const observe = (response: ServiceResponse<string | Uint8Array<ArrayBuffer>>) => {
+      if (response.status === 503 && pathname === "/graphql") observer.storeError();
+      // A remembered answer skipped execution, and only a query's is remembered.
+      const operation = trace.operation ?? (trace.key && !trace.computed ? "query" : "none");
+      const path = pathname ?? "(invalid target)";
+      observer.request({ method: request.method, path, status: response.status, ms: performance.now() - started, key: trace.key, operation });
+      return response;
+    };
+    const response = route(request, pathname, trace);
+    return isPromise(response) ? response.then(observe) : observe(response);
   }, { close });
 }

@@ -8,7 +8,7 @@ import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { Socket } from "node:net";
 import { ServiceError } from "../core/errors.ts";
 import { ClientGone } from "../graphql/limits.ts";
-import type { ServiceHandler, ServiceRequest } from "./types.ts";
+import type { ServiceHandler, ServiceRequest, ServiceResponse } from "./types.ts";
 
 export interface NodeListenOptions {
   host: string;
@@ -67,13 +67,21 @@ function capConnections(server: Server, max: number, busy: WeakSet<Socket>, uplo
  * replaceable at the cap as trickled headers, while a steady upload is not.
  */
 function readBody(req: IncomingMessage, limit: number, uploads: Uploads): string | null | Promise<string | null> {
-  // When key verification had to wait for the store (a cache miss, Redis), the parser has usually
-  // buffered a small body whole by now: take it at once instead of switching the stream to flowing.
-  if (req.complete && req.readableFlowing === null) {
-    const data = req.read() as Buffer | null;
-    if (data === null) return "";
-    return data.length > limit ? null : data.toString("utf8");
-  }
+  // The adapter runs the handler once the parser is done with the packet that ended the headers (see
+  // listenNode): a small body is usually buffered whole by then. Take it at once instead of switching
+  // the stream to flowing.
+  if (req.complete && req.readableFlowing === null) return whole(req, limit);
+  return streamBody(req, limit, uploads);
+}
+
+/** A body the parser has whole, without a stream in flowing mode. */
+function whole(req: IncomingMessage, limit: number): string | null {
+  const data = req.read() as Buffer | null;
+  if (data === null) return "";
+  return data.length > limit ? null : data.toString("utf8");
+}
+
+function streamBody(req: IncomingMessage, limit: number, uploads: Uploads): Promise<string | null> {
   const socket = req.socket;
   const upload = { since: performance.now(), bytes: 0 };
   uploads.set(socket, upload);
@@ -115,20 +123,41 @@ function contentType(req: IncomingMessage): string | null {
   return seen > 1 ? all! : first;
 }
 
-function toServiceRequest(req: IncomingMessage, limit: number, uploads: Uploads): ServiceRequest {
-  return {
-    method: req.method ?? "GET",
-    url: req.url ?? "/",
-    headers: {
-      get(name) {
-        if (name === "content-type") return contentType(req);
-        const value = req.headers[name.toLowerCase()];
-        return value === undefined ? null : Array.isArray(value) ? value.join(", ") : value;
-      },
-    },
-    body: () => readBody(req, limit, uploads),
-    remoteAddress: req.socket.remoteAddress,
-  };
+/** Header lookups on the node request, as the handler asks for them. */
+class NodeHeaders {
+  readonly #req: IncomingMessage;
+  constructor(req: IncomingMessage) {
+    this.#req = req;
+  }
+  get(name: string): string | null {
+    if (name === "content-type") return contentType(this.#req);
+    const value = this.#req.headers[name.toLowerCase()];
+    return value === undefined ? null : Array.isArray(value) ? value.join(", ") : value;
+  }
+}
+
+/** The handler's view of a node request: one object and its headers, no closures per request. */
+class NodeServiceRequest implements ServiceRequest {
+  readonly method: string;
+  readonly url: string;
+  readonly headers: NodeHeaders;
+  readonly #req: IncomingMessage;
+  readonly #limit: number;
+  readonly #uploads: Uploads;
+  constructor(req: IncomingMessage, limit: number, uploads: Uploads) {
+    this.#req = req;
+    this.#limit = limit;
+    this.#uploads = uploads;
+    this.method = req.method ?? "GET";
+    this.url = req.url ?? "/";
+    this.headers = new NodeHeaders(req);
+  }
+  body(): string | null | Promise<string | null> {
+    return readBody(this.#req, this.#limit, this.#uploads);
+  }
+  get remoteAddress(): string | undefined {
+    return this.#req.socket.remoteAddress;
+  }
 }
 
 export function listenNode(
@@ -147,24 +176,47 @@ export function listenNode(
     requestTimeout: options.requestTimeoutMs,
     keepAliveTimeout: options.keepAliveTimeoutMs,
     connectionsCheckingInterval: Math.max(50, Math.min(1000, options.headersTimeoutMs / 4)),
-  }, async (req, res) => {
+  }, (req, res) => {
     const socket = req.socket;
     busy.add(socket);
-    try {
-      const response = await handle(toServiceRequest(req, options.maxBodyBytes, uploads));
-      const headers: Record<string, string | number> = { ...response.headers };
-      if (closing) headers.connection = "close";
-      headers["content-length"] = response.body === null ? 0 : Buffer.byteLength(response.body);
-      res.writeHead(response.status, headers);
-      res.end(response.body ?? undefined);
-      // A body the handler never read (unauthenticated, too large): drain it so the socket stays sane.
-      if (!req.complete) req.resume();
-    } catch {
-      // The handler answers every failure itself; this is for a broken connection.
+    const write = (response: ServiceResponse<string | Uint8Array<ArrayBuffer>>) => {
+      try {
+        const headers: Record<string, string | number> = { ...response.headers };
+        if (closing) headers.connection = "close";
+        headers["content-length"] = response.body === null ? 0 : Buffer.byteLength(response.body);
+        res.writeHead(response.status, headers);
+        res.end(response.body ?? undefined);
+        // A body the handler never read (unauthenticated, too large): drain it so the socket stays sane.
+        if (!req.complete) req.resume();
+      } catch {
+        broken();
+      }
+      busy.delete(socket);
+    };
+    // The handler answers every failure itself; this is for a broken connection.
+    const broken = () => {
       if (!res.headersSent) res.writeHead(400, { "content-type": "application/json; charset=utf-8", connection: "close" });
       res.end(JSON.stringify({ errors: [{ message: "Bad request", extensions: { code: "BAD_REQUEST" } }] }));
-    }
-    busy.delete(socket);
+      busy.delete(socket);
+    };
+    const run = () => {
+      let response;
+      try {
+        response = handle(new NodeServiceRequest(req, options.maxBodyBytes, uploads));
+      } catch {
+        return broken();
+      }
+      // A remembered answer comes back at once: written in this turn, with no promise in between.
+      if (response instanceof Promise) response.then(write, broken);
+      else write(response);
+    };
+    // Node calls this at the end of the headers, before its parser has gone through the rest of the
+    // packet, and runs microtasks before it does: a body sent with the headers is not read yet. After
+    // this turn's I/O (setImmediate) it is, so the handler takes it whole instead of streaming it
+    // (listeners, flowing mode, a promise). Requests without a body run at once.
+    const length = req.headers["content-length"];
+    if (req.complete || length === undefined || length === "0" || Number(length) > options.maxBodyBytes) run();
+    else setImmediate(run);
   });
 
   server.keepAliveTimeout = options.keepAliveTimeoutMs; // not a createServer option on every Node version

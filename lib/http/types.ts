@@ -106,7 +106,8 @@ export interface ServiceResponse<Body extends string | Uint8Array<ArrayBuffer> =
 }
 
 /** The runtime-neutral core of the service. */
-export type ServiceHandler = ((request: ServiceRequest) => Promise<ServiceResponse<string | Uint8Array<ArrayBuffer>>>) & {
+/** Answers without a promise when nothing on the way had to wait (a remembered answer on the fs store). */
+export type ServiceHandler = ((request: ServiceRequest) => ServiceResponse<string | Uint8Array<ArrayBuffer>> | Promise<ServiceResponse<string | Uint8Array<ArrayBuffer>>>) & {
   /** Writes the last uses not yet written and stops the recorder's timer: call it once the server is closed. */
   close(): Promise<void>;
 };

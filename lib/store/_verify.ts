@@ -18,6 +18,23 @@ interface Remembered {
   until: number;
 }
 
+/**
+ * `verify` without the promise when it needs none: the verifier's `verify` carries it under this symbol.
+ * It answers synchronously (a value, not a promise) exactly when the store's revision read is synchronous
+ * (the fs store) and the secret's verification is remembered under that revision; otherwise it returns
+ * what `verify` would. Same checks, same order: the revision is read on every call. Stores that wrap
+ * `verify` (tests) lose it, and callers fall back to `verify`.
+ */
+export const VERIFY_NOW: unique symbol = Symbol("verify, synchronously when remembered");
+
+export type VerifyNow = (secret: string) => VerifiedKey | null | Promise<VerifiedKey | null>;
+
+/** The synchronous-when-remembered check of a store's `verify`, or `verify` itself when it has none. */
+export function verifyNowOf(store: { verify(secret: string): Promise<VerifiedKey | null> }): VerifyNow {
+  const own = (store.verify as { [VERIFY_NOW]?: VerifyNow })[VERIFY_NOW];
+  return own ?? ((secret) => store.verify(secret));
+}
+
 export function createVerifier(options: {
   entries: Entries;
   readRevision: () => Promise<string> | string;
@@ -38,29 +55,47 @@ export function createVerifier(options: {
     return record && record.hash === hash ? record : null;
   };
 
-  return {
-    verify: async (secret: string): Promise<VerifiedKey | null> => {
-      if (!isWellFormedSecret(secret)) return null;
-      const hash = sha256Hex(secret);
-      try {
-        // Read the revision before checking, so a revocation during the check is noticed next time.
-        const revision = cacheSize > 0 ? await readRevision() : "";
-        const hit = verified.get(hash);
-        // The clock is read on a hit too: an expiry takes effect on the first request after it, remembered or not.
-        if (hit && hit.revision === revision && performance.now() - hit.at < cacheTtl && now() < hit.until) return hit.info;
-        const record = await recordOf(hash);
-        const until = record ? await entries.acceptedUntil(record) : null;
-        if (!record || until === null || now() >= until) {
-          verified.delete(hash);
-          return null;
-        }
-        const info: VerifiedKey = { ...publicView(record, until !== Infinity && !!record.graceUntil), validity: `${instance}.${++checks}` };
-        if (cacheSize > 0) verified.set(hash, { info, revision, at: performance.now(), until });
-        return info;
-      } catch (error) {
-        return onError(error);
+  /** The full check, after a miss: reads the key's records (always asynchronous). */
+  const check = async (hash: string, revision: string): Promise<VerifiedKey | null> => {
+    try {
+      const record = await recordOf(hash);
+      const until = record ? await entries.acceptedUntil(record) : null;
+      if (!record || until === null || now() >= until) {
+        verified.delete(hash);
+        return null;
       }
-    },
+      const info: VerifiedKey = { ...publicView(record, until !== Infinity && !!record.graceUntil), validity: `${instance}.${++checks}` };
+      if (cacheSize > 0) verified.set(hash, { info, revision, at: performance.now(), until });
+      return info;
+    } catch (error) {
+      return onError(error);
+    }
+  };
+
+  /** A remembered verification still standing under `revision`, else the full check. */
+  const decide = (hash: string, revision: string): VerifiedKey | Promise<VerifiedKey | null> => {
+    const hit = verified.get(hash);
+    // The clock is read on a hit too: an expiry takes effect on the first request after it, remembered or not.
+    if (hit && hit.revision === revision && performance.now() - hit.at < cacheTtl && now() < hit.until) return hit.info;
+    return check(hash, revision);
+  };
+
+  const verifyNow: VerifyNow = (secret) => {
+    if (!isWellFormedSecret(secret)) return null;
+    const hash = sha256Hex(secret);
+    let revision: string | Promise<string>;
+    try {
+      // Read the revision before checking, so a revocation during the check is noticed next time.
+      revision = cacheSize > 0 ? readRevision() : "";
+    } catch (error) {
+      return onError(error);
+    }
+    if (typeof revision === "string") return decide(hash, revision);
+    return revision.then((r) => decide(hash, r), onError);
+  };
+
+  return {
+    verify: Object.assign(async (secret: string): Promise<VerifiedKey | null> => await verifyNow(secret), { [VERIFY_NOW]: verifyNow }),
 
     refusal: async (secret: string): Promise<Refusal> => {
       if (!isWellFormedSecret(secret)) return "unknown";

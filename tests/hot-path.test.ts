@@ -1,0 +1,148 @@
+// The request path that answers remembered queries without a promise (fs store): what it skips, and what
+// it must never skip (the revision read that makes a revocation by another process, the CLI, show at once).
+import { cpSync, renameSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { connect } from "node:net";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { listenNode } from "../lib/http/node.ts";
+import { openKeyStore, parseStoreSpec } from "../lib/store/config.ts";
+import type { KeyStore } from "../lib/store/key-store.ts";
+import { verifyNowOf } from "../lib/store/_verify.ts";
+import { createServiceHandler } from "../lib/http/handler.ts";
+import type { ServiceRequest, ServiceResponse } from "../lib/http/types.ts";
+import { tempDir } from "./helpers/cli.ts";
+
+const { dir: root, cleanup } = tempDir("service-api-hot-path-");
+afterAll(cleanup);
+const open: KeyStore[] = [];
+afterEach(async () => {
+  for (const store of open.splice(0)) await store.close?.();
+});
+let n = 0;
+async function fsStore(dir = join(root, `store-${++n}`)): Promise<{ dir: string; store: KeyStore }> {
+  const store = await openKeyStore(parseStoreSpec(dir), () => {});
+  open.push(store);
+  return { dir, store };
+}
+/** Another process's view of the same directory, as the CLI has. */
+const cliOf = async (dir: string) => (await fsStore(dir)).store;
+const input = (name: string) => ({ name, roles: ["ADMIN"], permissions: [] });
+const isThenable = (value: unknown) => typeof (value as { then?: unknown } | null)?.then === "function";
+
+function request(secret: string, query = "{ me { id name } }"): ServiceRequest {
+  const headers: Record<string, string> = { authorization: `Bearer ${secret}`, "content-type": "application/json" };
+  const body = JSON.stringify({ query });
+  return { method: "POST", url: "/graphql", headers: { get: (name) => headers[name] ?? null }, body: () => body };
+}
+
+describe("verify, synchronously when remembered", () => {
+  it("answers a remembered key without a promise on the fs store; store.verify stays a promise", async () => {
+    const { store } = await fsStore();
+    const { key, id } = await store.create(input("a"));
+    const verifyNow = verifyNowOf(store);
+    const first = verifyNow(key);
+    expect(isThenable(first)).toBe(true); // first time: the records are read
+    await first;
+    const hit = verifyNow(key);
+    expect(isThenable(hit)).toBe(false);
+    expect((hit as { id: string }).id).toBe(id);
+    expect(store.verify(key)).toBeInstanceOf(Promise);
+  });
+
+  it("reads the revision on every call: a key deleted by another process is refused on the next one", async () => {
+    const { dir, store } = await fsStore();
+    const { key } = await store.create(input("a"));
+    const verifyNow = verifyNowOf(store);
+    await verifyNow(key);
+    expect(isThenable(verifyNow(key))).toBe(false);
+    await (await cliOf(dir)).deleteByName("a");
+    expect(await verifyNow(key)).toBeNull();
+  });
+
+  it("also after the store was moved aside and copied back", async () => {
+    const { dir, store } = await fsStore();
+    const { key } = await store.create(input("a"));
+    const verifyNow = verifyNowOf(store);
+    await verifyNow(key);
+    expect(isThenable(verifyNow(key))).toBe(false);
+    renameSync(dir, `${dir}.aside`);
+    cpSync(`${dir}.aside`, dir, { recursive: true, preserveTimestamps: true });
+    await (await cliOf(dir)).deleteByName("a");
+    expect(await verifyNow(key)).toBeNull();
+    rmSync(`${dir}.aside`, { recursive: true, force: true });
+  });
+});
+
+describe("the handler's remembered answer", () => {
+  it("comes back without a promise, and a key deleted meanwhile by another process gets 401 at once", async () => {
+    const { dir, store } = await fsStore();
+    const { key } = await store.create(input("a"));
+    const handle = createServiceHandler({ store, recordLastUse: false });
+    const first = handle(request(key));
+    expect(isThenable(first)).toBe(true);
+    const computed = (await first) as ServiceResponse;
+    expect(computed.status).toBe(200);
+    const remembered = handle(request(key));
+    expect(isThenable(remembered)).toBe(false);
+    expect((remembered as ServiceResponse).body).toBe(computed.body);
+    await (await cliOf(dir)).deleteByName("a");
+    expect((await handle(request(key))).status).toBe(401);
+    await handle.close();
+  });
+
+  it("a query that is never remembered still answers through graphql-http", async () => {
+    const { store } = await fsStore();
+    const { key } = await store.create(input("a"));
+    const handle = createServiceHandler({ store, recordLastUse: false });
+    for (let i = 0; i < 3; i++) {
+      const response = handle(request(key, "{ me { id } info { hostname } }"));
+      expect(isThenable(response)).toBe(true);
+      expect(((await response) as ServiceResponse).status).toBe(200);
+    }
+    await handle.close();
+  });
+});
+
+describe("the node adapter", () => {
+  /** A server whose handler reports whether the body came whole (a string) or had to be awaited. */
+  async function bodyProbe() {
+    const seen: string[] = [];
+    const handle = Object.assign((request: ServiceRequest) => {
+      const body = request.body();
+      const answer = (text: string | null) => ({ status: 200, headers: { "content-type": "text/plain" }, body: String(text) });
+      if (typeof body === "string" || body === null) return (seen.push("whole"), answer(body));
+      seen.push("awaited");
+      return body.then(answer);
+    }, { close: async () => {} });
+    const server = await listenNode(handle, {
+      host: "127.0.0.1", port: 0, maxBodyBytes: 1024, shutdownTimeoutMs: 1000, headersTimeoutMs: 5000,
+      requestTimeoutMs: 5000, keepAliveTimeoutMs: 5000, maxConnections: 10, onAcceptError: () => {},
+    });
+    return { server, seen };
+  }
+  /** Sends raw bytes in the given pieces (a pause between them) and returns the whole answer. */
+  const send = (port: number, pieces: string[]) =>
+    new Promise<string>((resolve, reject) => {
+      const socket = connect(port, "127.0.0.1");
+      let out = "";
+      socket.on("data", (d) => (out += d));
+      socket.on("end", () => resolve(out));
+      socket.on("error", reject);
+      socket.on("connect", async () => {
+        for (const [i, piece] of pieces.entries()) {
+          if (i) await new Promise((r) => setTimeout(r, 50));
+          socket.write(piece);
+        }
+      });
+    });
+  const head = (length: number) => `POST /graphql HTTP/1.1\r\nHost: x\r\nContent-Length: ${length}\r\nConnection: close\r\n\r\n`;
+
+  it("hands the handler a body sent with the headers whole, without a promise; a later body is awaited", async () => {
+    const { server, seen } = await bodyProbe();
+    const body = JSON.stringify({ query: "{ me { id } }" });
+    expect(await send(server.port, [head(body.length) + body])).toMatch(/\r\n\r\n\{"query/);
+    expect(await send(server.port, [head(body.length), body])).toMatch(/\r\n\r\n\{"query/);
+    expect(seen).toEqual(["whole", "awaited"]);
+    await server.close();
+  });
+});
