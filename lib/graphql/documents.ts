@@ -5,11 +5,9 @@
 import {
   type DocumentNode,
   type FragmentDefinitionNode,
-  getOperationAST,
   GraphQLError,
   type GraphQLSchema,
   Kind,
-  type OperationDefinitionNode,
   parse as graphqlParse,
   type SelectionSetNode,
   specifiedRules,
@@ -18,6 +16,7 @@ import {
 } from "graphql";
 import { createLru } from "../core/_lru.ts";
 import { listLiteralErrors } from "./limits.ts";
+export { operationOf } from "./operations.ts";
 
 /** Limits on one GraphQL document. */
 export const DOCUMENT_LIMITS = {
@@ -69,27 +68,6 @@ const remembered = new WeakSet<DocumentNode>();
 /** True for a document of the parse cache: worth deriving more from once (see `compiled.ts`). */
 export function isRemembered(document: DocumentNode): boolean {
   return remembered.has(document);
-}
-
-/** Each document's operations found by {@link operationOf}, by the name asked for (undefined: the only one). */
-const operations = new WeakMap<DocumentNode, Map<string | undefined, OperationDefinitionNode>>();
-
-/**
- * `graphql`'s `getOperationAST`, remembered per document: a cached document is looked into once, not
- * on every request. Only operations found are remembered, so a document holds at most one entry per
- * operation it defines (plus the unnamed ask), whatever names clients send.
- */
-export function operationOf(document: DocumentNode, operationName?: string | null): OperationDefinitionNode | null {
-  const name = operationName ?? undefined;
-  let byName = operations.get(document);
-  const known = byName?.get(name);
-  if (known) return known;
-  const found = getOperationAST(document, name) ?? null;
-  if (found) {
-    if (!byName) operations.set(document, byName = new Map());
-    byName.set(name, found);
-  }
-  return found;
 }
 
 /** A document's fragment definitions by name. */

@@ -8,7 +8,7 @@
  */
 import { ServiceError } from "../core/errors.ts";
 import { type DocumentNode, type ExecutionArgs, GraphQLError, Kind, visit } from "graphql";
-import { operationOf } from "./documents.ts";
+import { operationOf } from "./operations.ts";
 
 export const INPUT_LIMITS = {
   /** Items in one list: far above any real input (4 roles, 29 resources, 8 actions). */
