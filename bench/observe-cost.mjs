@@ -2,7 +2,7 @@
 // node bench/observe-cost.mjs 2>&1 >/dev/null | cat   (stderr through a pipe, as a log collector reads it)
 // In-process cost of watching the service, per request of the everyday remembered `{ me { id name } }`
 // through the runtime-neutral handler (no HTTP, so the machine's load matters less than with autocannon):
-// the handler alone, with the metrics (prom-client), with the metrics and the access log (text, JSON),
+// the handler alone (with and without last-use recording), with the metrics (prom-client), with the metrics and the access log (text, JSON),
 // and with a log written line by line (one stderr write per request). Variants alternate over 7 rounds;
 // medians in microseconds per request go to the file given (default bench-observe.txt).
 import { writeFileSync } from "node:fs";
@@ -26,6 +26,8 @@ const metrics = createMetrics({ store, processMetrics: false });
 const env = { LOG_LEVEL: "info" };
 const variants = {
   "handler alone": createServiceHandler({ store }),
+  // Last-use recording is on by default (a Map write per request, the store written by a timer).
+  "handler alone, last use off": createServiceHandler({ store, recordLastUse: false }),
   "+ metrics": createServiceHandler({ store, observer: metrics, metrics }),
   "+ metrics + text log": createServiceHandler({ store, observer: observers(createServiceLog({ env }), metrics), metrics }),
   "+ metrics + JSON log": createServiceHandler({ store, observer: observers(createServiceLog({ env: { ...env, LOG_FORMAT: "json" } }), metrics), metrics }),
