@@ -7,11 +7,11 @@ import { createStorage } from "unstorage";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { fsDriver } from "../lib/store/drivers/fs.ts";
 import { openRedisBackend } from "../lib/store/drivers/redis.ts";
-import type { CreateKeyInput } from "../lib/core/model.ts";
 import { createKeyStore, createLocalAtomicIndex, type KeyStore } from "../lib/store/key-store.ts";
 import { createUseRecorder } from "../lib/store/last-use.ts";
 import { tempDir } from "./helpers/cli.ts";
 import { type RedisServer, startRedis } from "./helpers/redis.ts";
+import { input } from "./helpers/keys.ts";
 
 const T0 = Date.parse("2030-01-01T00:00:00.000Z");
 const MIN = 60_000;
@@ -68,12 +68,6 @@ afterAll(async () => {
   await redis?.stop();
 });
 
-const input = (name: string, extra: Partial<CreateKeyInput> = {}): CreateKeyInput => ({
-  name,
-  roles: ["VIEWER"],
-  permissions: [],
-  ...extra,
-});
 const at = (ms: number) => new Date(ms).toISOString();
 
 describe.each(Object.keys(backends))("key lifecycle on %s", (kind) => {

@@ -9,11 +9,11 @@ import { afterAll, beforeAll, beforeEach, afterEach, describe, expect, it, vi } 
 import { fsDriver } from "../lib/store/drivers/fs.ts";
 import { openRedisBackend } from "../lib/store/drivers/redis.ts";
 import { ServiceError } from "../lib/core/errors.ts";
-import type { CreateKeyInput } from "../lib/core/model.ts";
 import { generateSecret, sha256Hex } from "../lib/core/secret.ts";
 import { type AtomicIndex, createKeyStore, createLocalAtomicIndex, type KeyStore } from "../lib/store/key-store.ts";
 import { tempDir } from "./helpers/cli.ts";
 import { type RedisServer, startRedis } from "./helpers/redis.ts";
+import { input } from "./helpers/keys.ts";
 
 interface Backend {
   /** A new store instance over this backend's data (a new connection where the backend has one). */
@@ -143,12 +143,6 @@ afterAll(async () => {
   await redis?.stop();
 });
 
-const input = (name: string, extra: Partial<CreateKeyInput> = {}): CreateKeyInput => ({
-  name,
-  roles: ["VIEWER"],
-  permissions: [],
-  ...extra,
-});
 
 /** Settles every promise; returns the values and the errors apart. */
 async function settle<T>(promises: Promise<T>[]): Promise<{ values: T[]; errors: unknown[] }> {

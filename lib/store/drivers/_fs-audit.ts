@@ -51,7 +51,7 @@ export interface FsAuditOptions {
 
 const LOG = "audit.log";
 const RESERVE = "reserve";
-const ROTATED = /^audit-\d{8}T\d{9}Z-[0-9a-f]{8}\.log$/;
+const ROTATED = /^audit-\d{8}T\d{9}(?:\d{3})?Z-[0-9a-f]{8}\.log$/;
 /** O_NONBLOCK: a FIFO planted in place of the log fails (ENXIO) instead of blocking the writer. */
 const APPEND_FLAGS = constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0);
 const CREATE_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0);
@@ -66,8 +66,16 @@ const MAX_PIECE = 1024 * 1024;
 const isCode = (error: unknown, ...codes: string[]) => codes.includes((error as { code?: string })?.code ?? "");
 const noSpace = (error: unknown) => isCode(error, "ENOSPC", "EDQUOT");
 
-/** `audit-20261122T225943123Z-1a2b3c4d.log`: names sort in the order the files were rotated. */
-const rotatedName = () => `audit-${new Date().toISOString().replace(/[-:.]/g, "")}-${randomUUID().slice(0, 8)}.log`;
+/**
+ * `audit-20261122T225943123456Z-1a2b3c4d.log`: names sort in the order the files were rotated. Microseconds
+ * (the wall clock through `performance`), since several rotations can fall in one millisecond under a burst
+ * of writers, and one writer's events in two such files must still read in its order.
+ */
+const rotatedName = () => {
+  const now = performance.timeOrigin + performance.now();
+  const micros = String(Math.floor((now % 1) * 1000)).padStart(3, "0");
+  return `audit-${new Date(Math.floor(now)).toISOString().replace(/[-:.]/g, "").replace("Z", `${micros}Z`)}-${randomUUID().slice(0, 8)}.log`;
+};
 
 /**
  * Finds events in a log's text given in pieces of any size, skipping torn and foreign lines: `push` each
