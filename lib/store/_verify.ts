@@ -49,17 +49,17 @@ export function createVerifier(options: {
   const instance = randomUUID().slice(0, 8);
   let checks = 0;
 
-  /** The record a secret's hash leads to, when it is that record's hash. */
-  const recordOf = async (hash: string) => {
-    const record = await entries.readRecord(await entries.readId(`secrets:${hash}`));
-    return record && record.hash === hash ? record : null;
+  /** The record a secret's hash leads to (when it is that record's hash), and until when it authenticates. */
+  const standing = async (hash: string) => {
+    const found = await entries.readRecord(await entries.readId(`secrets:${hash}`));
+    const record = found && found.hash === hash ? found : null;
+    return { record, until: record ? await entries.acceptedUntil(record) : null };
   };
 
   /** The full check, after a miss: reads the key's records (always asynchronous). */
   const check = async (hash: string, revision: string): Promise<VerifiedKey | null> => {
     try {
-      const record = await recordOf(hash);
-      const until = record ? await entries.acceptedUntil(record) : null;
+      const { record, until } = await standing(hash);
       if (!record || until === null || now() >= until) {
         verified.delete(hash);
         return null;
@@ -100,8 +100,7 @@ export function createVerifier(options: {
     refusal: async (secret: string): Promise<Refusal> => {
       if (!isWellFormedSecret(secret)) return "unknown";
       try {
-        const record = await recordOf(sha256Hex(secret));
-        const until = record ? await entries.acceptedUntil(record) : null;
+        const { until } = await standing(sha256Hex(secret));
         return until !== null && now() >= until ? "expired" : "unknown";
       } catch (error) {
         return onError(error);

@@ -13,7 +13,6 @@ import { createStorage } from "unstorage";
 import { fsDriver } from "./drivers/fs.ts";
 import { createKeyStore, type KeyStore } from "./key-store.ts";
 import { redactRedisUrl } from "./drivers/_redis-url.ts";
-import { localActor } from "./audit.ts";
 
 export type StoreSpec =
   | { kind: "fs"; dir: string }
@@ -70,9 +69,6 @@ export async function openKeyStore(
   options: { oneShot?: boolean } = {},
 ): Promise<KeyStore> {
   debug?.(`store: ${describeStore(spec)}`);
-  // Who is acting, read now: root opening another user's file store takes that user's ids from here on,
-  // and the audit trail must name root, not the store's owner.
-  localActor();
   if (spec.kind === "memory") {
     const store = createKeyStore({ debug });
     // A one-shot process forgets its keys as it exits: a secret it printed could never authenticate anywhere.

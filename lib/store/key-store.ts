@@ -65,7 +65,6 @@ import { createStorage } from "unstorage";
 import type { ApiKeyInfo, StoredKey } from "../core/model.ts";
 import { isServiceError, ServiceError } from "../core/errors.ts";
 import { randomUUID } from "node:crypto";
-import { untilOf } from "../core/lifecycle.ts";
 import { checkKeyPatch, lookupName } from "./_input.ts";
 import { isKeyId } from "../core/input.ts";
 import { describeSystemError } from "./_system-errors.ts";
@@ -247,7 +246,7 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
           // never between the read and the write, so a deleted key is never written back.
           await atomic.exclusive(`keys:${id}`, async () => {
             const record = await readRecord(id);
-            if (!record || untilOf(record.lastUsedAt) !== Infinity && Date.parse(record.lastUsedAt!) >= at) return;
+            if (!record || (record.lastUsedAt && Date.parse(record.lastUsedAt) >= at)) return; // gone, or a later use is there
             await storage.setItem(`keys:${id}`, { ...record, lastUsedAt: iso(at) });
           });
         }

@@ -13,6 +13,7 @@ import { closeSync, constants, openSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { ServiceError } from "../../core/errors.ts";
 import { printable } from "../_system-errors.ts";
+import { localActor } from "../audit.ts";
 
 /** Makes this root process act as `uid`:`gid` from now on; returns the new effective uid. */
 export function actAsOwner(path: string, uid: number, gid: number): number {
@@ -25,6 +26,8 @@ export function actAsOwner(path: string, uid: number, gid: number): number {
   }
   const groups = process.getgroups?.() ?? [];
   const egid = process.getegid?.() ?? 0;
+  // Who is acting, read while still root: the audit trail names root, not the store's owner it becomes.
+  localActor();
   try {
     // Groups first: once the uid is not root's any more, the groups can no longer be changed.
     setgroups.call(process, [gid]);
