@@ -146,3 +146,19 @@ describe("the node adapter", () => {
     await server.close();
   });
 });
+
+describe("the fast path across bundles", () => {
+  it("is keyed by a registered symbol: two copies of the verifier module (the CLI's start-up bundle and the service's) agree", async () => {
+    // Vite loads a module again for another query string, as esbuild gives each bundle its own copy.
+    const one = await import("../lib/store/_verify.ts?copy=one");
+    const two = await import("../lib/store/_verify.ts?copy=two");
+    expect(one.verifyNowOf).not.toBe(two.verifyNowOf); // really two copies
+    expect(one.VERIFY_NOW).toBe(two.VERIFY_NOW);
+    const { store } = await fsStore();
+    const { key, id } = await store.create(input("a"));
+    const verifyNow = (one.verifyNowOf as typeof verifyNowOf)(store);
+    await verifyNow(key);
+    // The store's own synchronous path, not the fallback through store.verify (always a promise).
+    expect((verifyNow(key) as { id: string }).id).toBe(id);
+  });
+});

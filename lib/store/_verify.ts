@@ -25,7 +25,10 @@ interface Remembered {
  * what `verify` would. Same checks, same order: the revision is read on every call. Stores that wrap
  * `verify` (tests) lose it, and callers fall back to `verify`.
  */
-export const VERIFY_NOW: unique symbol = Symbol("verify, synchronously when remembered");
+// A registered symbol, not a fresh one: the built CLI opens the store in its start-up bundle and serves
+// from a lazily loaded one, each with its own copy of this module; `Symbol()` made two different keys, and
+// the service silently fell back to `verify` (a promise and a revision read on every request).
+export const VERIFY_NOW: unique symbol = Symbol.for("service-api-keys: verify, synchronously when remembered, v1");
 
 export type VerifyNow = (secret: string) => VerifiedKey | null | Promise<VerifiedKey | null>;
 
