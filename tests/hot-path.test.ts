@@ -162,3 +162,99 @@ describe("the fast path across bundles", () => {
     expect((verifyNow(key) as { id: string }).id).toBe(id);
   });
 });
+
+describe("one revision read for the requests that arrived before it", () => {
+  /** A request as an adapter hands it over, stamped with when its head arrived. */
+  const stamped = (secret: string, receivedAt: number): ServiceRequest => ({ ...request(secret), receivedAt });
+
+  it("serves a request that arrived before the last read from that read; one that arrived after reads again", async () => {
+    const { dir, store } = await fsStore();
+    const { key } = await store.create(input("a"));
+    const handle = createServiceHandler({ store, recordLastUse: false });
+    expect((await handle(request(key))).status).toBe(200); // remembered from now on
+    const early = performance.now(); // a request whose head arrived here...
+    expect((await handle(stamped(key, performance.now()))).status).toBe(200); // ...then this one reads the revision
+    await (await cliOf(dir)).deleteByName("a"); // another process revokes the key
+    // The early request arrived before that read began: it may be answered from it, since the revocation
+    // came after it had arrived (a concurrent one); this is the read it shares.
+    expect((await handle(stamped(key, early))).status).toBe(200);
+    // Any request that arrived after the revocation finished is refused.
+    expect((await handle(stamped(key, performance.now()))).status).toBe(401);
+    expect((await handle(request(key))).status).toBe(401); // unstamped: reads for itself
+    await handle.close();
+  });
+
+  it("over HTTP, under load from other clients, every request sent after a revocation by another process gets 401", async () => {
+    const { dir, store } = await fsStore();
+    const busy = await store.create(input("busy"));
+    const handle = createServiceHandler({ store, recordLastUse: false });
+    const server = await listenNode(handle, {
+      host: "127.0.0.1", port: 0, maxBodyBytes: 4096, shutdownTimeoutMs: 1000, headersTimeoutMs: 5000,
+      requestTimeoutMs: 5000, keepAliveTimeoutMs: 5000, maxConnections: 64, onAcceptError: () => {},
+    });
+    const post = (secret: string) =>
+      fetch(`${server.url}/graphql`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${secret}`, "content-type": "application/json" },
+        body: JSON.stringify({ query: "{ me { id name } }" }),
+      }).then(async (r) => (await r.text(), r.status));
+    let stop = false;
+    // Other clients keep the server busy, so requests share turns of its event loop (and revision reads).
+    const load = Promise.all(Array.from({ length: 8 }, async () => {
+      while (!stop) expect(await post(busy.key)).toBe(200);
+    }));
+    const cli = await cliOf(dir);
+    try {
+      for (let round = 0; round < 25; round++) {
+        const { key } = await store.create(input(`victim ${round}`));
+        expect(await post(key)).toBe(200); // remembered by the server
+        await cli.deleteByName(`victim ${round}`);
+        expect(await post(key)).toBe(401);
+      }
+    } finally {
+      stop = true;
+      await load;
+      await server.close();
+      await handle.close();
+    }
+  });
+});
+
+describe("the head of a remembered answer", () => {
+  const rawPost = (port: number, secret: string, close = false) =>
+    new Promise<string>((resolve, reject) => {
+      const body = JSON.stringify({ query: "{ me { id name } }" });
+      const socket = connect(port, "127.0.0.1");
+      let out = "";
+      socket.on("data", (d) => {
+        out += d;
+        const end = out.indexOf("\r\n\r\n");
+        const length = /content-length: (\d+)/i.exec(out)?.[1];
+        if (end >= 0 && length !== undefined && Buffer.byteLength(out) >= end + 4 + Number(length)) socket.destroy(), resolve(out);
+      });
+      socket.on("error", reject);
+      socket.write(
+        `POST /graphql HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${secret}\r\nContent-Type: application/json\r\n` +
+          `Content-Length: ${Buffer.byteLength(body)}${close ? "\r\nConnection: close" : ""}\r\n\r\n${body}`,
+      );
+    });
+  const withoutDate = (text: string) => text.replace(/^date: .*\r\n/im, "");
+
+  it("is the same bytes every time it is served, with the body's length", async () => {
+    const { store } = await fsStore();
+    const { key } = await store.create(input("ünïcödé"));
+    const handle = createServiceHandler({ store, recordLastUse: false });
+    const server = await listenNode(handle, {
+      host: "127.0.0.1", port: 0, maxBodyBytes: 4096, shutdownTimeoutMs: 1000, headersTimeoutMs: 5000,
+      requestTimeoutMs: 5000, keepAliveTimeoutMs: 5000, maxConnections: 16, onAcceptError: () => {},
+    });
+    const first = await rawPost(server.port, key);
+    const answers = [await rawPost(server.port, key), await rawPost(server.port, key)];
+    for (const again of answers) expect(withoutDate(again)).toBe(withoutDate(first));
+    const [head, body] = first.split("\r\n\r\n");
+    expect(head).toMatch(new RegExp(`content-length: ${Buffer.byteLength(body)}\r`, "i"));
+    expect(body).toContain("ünïcödé");
+    await server.close();
+    await handle.close();
+  });
+});

@@ -23,6 +23,7 @@ export function createHandler(options: HandlerOptions): FetchHandler {
       headers: request.headers,
       body: () => readFetchBody(request, limit),
       remoteAddress: info?.remoteAddr?.hostname,
+      receivedAt: performance.now(), // the runtime calls us once the request's head is in
     });
     return new Response(response.body, { status: response.status, headers: response.headers });
   }, { close: handle.close });

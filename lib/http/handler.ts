@@ -175,7 +175,7 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
     if (!isWellFormedSecret(found.secret)) {
       return refuse("malformed", "Malformed API key: it should start with 'sapi_' and be copied completely");
     }
-    const key = verifyNow(found.secret);
+    const key = verifyNow(found.secret, request.receivedAt);
     return isPromise(key)
       ? key.then((key) => authenticated(request, found.secret, key, mediaType, trace))
       : authenticated(request, found.secret, key, mediaType, trace);
@@ -200,11 +200,11 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
 
   const answer = (request: ServiceRequest, key: VerifiedKey, body: string | null, mediaType: GraphQLMediaType, trace: Trace): MaybePromise<ServiceResponse> => {
     if (body === null) return tooLarge(limit);
-    return answers.answer(key.validity, request, body, async () => {
+    return answers.answer(key.validity, request, body, () => {
       trace.computed = true;
       const state: RequestState = { key, body, keyOnly: false, mediaType, trace };
       states.set(request, state);
-      const [text, init] = await graphql({
+      return graphql({
         method: request.method,
         url: request.url,
         // graphql-http ignores q-values: it is told the type already chosen.
@@ -212,10 +212,12 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
         body,
         raw: request,
         context: undefined,
-      });
-      // graphql-http's 405 (a mutation over GET) has no content type and no code.
-      if (init.status === 405) return { response: mutationOverGet(), keyOnly: false };
-      return { response: { status: init.status, headers: { ...init.headers }, body: text }, keyOnly: state.keyOnly };
+      }).then(([text, init]) =>
+        // graphql-http's 405 (a mutation over GET) has no content type and no code.
+        init.status === 405
+          ? { response: mutationOverGet(), keyOnly: false }
+          : { response: { status: init.status, headers: { ...init.headers }, body: text }, keyOnly: state.keyOnly }
+      );
     });
   };
 
@@ -258,7 +260,10 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
           return finishGraphQL(request, failure(error), mediaType);
         }
         if (isPromise(response)) {
-          return response.then(worked, failure).then((response) => finishGraphQL(request, response, mediaType));
+          return response.then(
+            (response) => finishGraphQL(request, worked(response), mediaType),
+            (error) => finishGraphQL(request, failure(error), mediaType),
+          );
         }
         return finishGraphQL(request, worked(response), mediaType);
       }

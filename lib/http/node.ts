@@ -144,7 +144,9 @@ class NodeServiceRequest implements ServiceRequest {
   readonly #req: IncomingMessage;
   readonly #limit: number;
   readonly #uploads: Uploads;
-  constructor(req: IncomingMessage, limit: number, uploads: Uploads) {
+  readonly receivedAt: number;
+  constructor(req: IncomingMessage, limit: number, uploads: Uploads, receivedAt: number) {
+    this.receivedAt = receivedAt;
     this.#req = req;
     this.#limit = limit;
     this.#uploads = uploads;
@@ -159,6 +161,18 @@ class NodeServiceRequest implements ServiceRequest {
     return this.#req.socket.remoteAddress;
   }
 }
+
+/** The headers written for a response: its own, its length, and `connection: close` while closing. */
+function head(response: ServiceResponse<string | Uint8Array<ArrayBuffer>>, closing: boolean): Record<string, string | number> {
+  const headers: Record<string, string | number> = { ...response.headers };
+  if (closing) headers.connection = "close";
+  headers["content-length"] = response.body === null ? 0 : Buffer.byteLength(response.body);
+  // A remembered answer (frozen by the answer cache, served again as the same object) keeps its head.
+  if (!closing && Object.isFrozen(response)) heads.set(response, headers);
+  return headers;
+}
+/** The head of each remembered answer, made on its first write: see `head`. */
+const heads = new WeakMap<ServiceResponse<string | Uint8Array<ArrayBuffer>>, Record<string, string | number>>();
 
 export function listenNode(
   handle: ServiceHandler,
@@ -177,14 +191,12 @@ export function listenNode(
     keepAliveTimeout: options.keepAliveTimeoutMs,
     connectionsCheckingInterval: Math.max(50, Math.min(1000, options.headersTimeoutMs / 4)),
   }, (req, res) => {
+    const receivedAt = performance.now(); // Node parsed the head: the client has sent it
     const socket = req.socket;
     busy.add(socket);
     const write = (response: ServiceResponse<string | Uint8Array<ArrayBuffer>>) => {
       try {
-        const headers: Record<string, string | number> = { ...response.headers };
-        if (closing) headers.connection = "close";
-        headers["content-length"] = response.body === null ? 0 : Buffer.byteLength(response.body);
-        res.writeHead(response.status, headers);
+        res.writeHead(response.status, closing ? head(response, true) : heads.get(response) ?? head(response, false));
         res.end(response.body ?? undefined);
         // A body the handler never read (unauthenticated, too large): drain it so the socket stays sane.
         if (!req.complete) req.resume();
@@ -202,7 +214,7 @@ export function listenNode(
     const run = () => {
       let response;
       try {
-        response = handle(new NodeServiceRequest(req, options.maxBodyBytes, uploads));
+        response = handle(new NodeServiceRequest(req, options.maxBodyBytes, uploads, receivedAt));
       } catch {
         return broken();
       }

@@ -105,7 +105,10 @@ export function paramsFromJson(body: string): Params {
 /** The path of a request target, or null when it is not one (`*`, an absolute URL with a bad port). */
 export function pathOf(url: string): string | null {
   // Node gives a path, fetch runtimes a full URL; only the latter needs the URL parser.
-  if (url.startsWith("/")) return url.split("?", 1)[0];
+  if (url.startsWith("/")) {
+    const query = url.indexOf("?");
+    return query < 0 ? url : url.slice(0, query);
+  }
   try {
     return new URL(url).pathname;
   } catch {

@@ -96,6 +96,12 @@ export interface ServiceRequest {
   body(): string | null | Promise<string | null>;
   /** The client's IP address, when the adapter knows it (for the `/metrics` allow-list). */
   remoteAddress?: string;
+  /**
+   * `performance.now()` once the request's head had arrived (taken after the runtime read it, so after
+   * the client sent it). The key check may then use a revision read that began later instead of its
+   * own (see `VerifyNow`). Without it, every request reads the revision itself.
+   */
+  receivedAt?: number;
 }
 
 /** A response as the service produces it; adapters write it out. Bodies are text, but the explorer's files are bytes. */

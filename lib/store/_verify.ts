@@ -22,7 +22,8 @@ interface Remembered {
  * `verify` without the promise when it needs none: the verifier's `verify` carries it under this symbol.
  * It answers synchronously (a value, not a promise) exactly when the store's revision read is synchronous
  * (the fs store) and the secret's verification is remembered under that revision; otherwise it returns
- * what `verify` would. Same checks, same order: the revision is read on every call. Stores that wrap
+ * what `verify` would. Same checks, same order: the revision is read on every call. Its caller checks
+ * the secret's form first (`isWellFormedSecret`): this one does not check it again. Stores that wrap
  * `verify` (tests) lose it, and callers fall back to `verify`.
  */
 // A registered symbol, not a fresh one: the built CLI opens the store in its start-up bundle and serves
@@ -30,7 +31,12 @@ interface Remembered {
 // the service silently fell back to `verify` (a promise and a revision read on every request).
 export const VERIFY_NOW: unique symbol = Symbol.for("service-api-keys: verify, synchronously when remembered, v1");
 
-export type VerifyNow = (secret: string) => VerifiedKey | null | Promise<VerifiedKey | null>;
+/**
+ * `since`: when (`performance.now()`) the request asking had arrived whole enough to be read, i.e. after
+ * its sender sent it. A revision read that began later than that is as fresh as one made now for this
+ * request: any revocation finished before the request was sent is in it. See `createVerifier`.
+ */
+export type VerifyNow = (secret: string, since?: number) => VerifiedKey | null | Promise<VerifiedKey | null>;
 
 /** The synchronous-when-remembered check of a store's `verify`, or `verify` itself when it has none. */
 export function verifyNowOf(store: { verify(secret: string): Promise<VerifiedKey | null> }): VerifyNow {
@@ -83,13 +89,33 @@ export function createVerifier(options: {
     return check(hash, revision);
   };
 
-  const verifyNow: VerifyNow = (secret) => {
-    if (!isWellFormedSecret(secret)) return null;
+  /**
+   * The latest revision read, by when it began. A request that arrived before a read began is served by
+   * that read's token (the requests a server takes in one turn of its event loop share one read); one that
+   * arrived later reads again. Strictly earlier: `performance.now()` never goes back, so `since < at`
+   * means the read began after the request had arrived. No time window: a request is never answered from
+   * a read that began before it arrived, so a revocation by another process is seen by every request
+   * sent after it finished.
+   */
+  let latest = { at: -Infinity, revision: "" };
+  const revisionFor = (since: number | undefined): string | Promise<string> => {
+    if (since !== undefined && since < latest.at) return latest.revision;
+    const at = performance.now();
+    const read = readRevision();
+    const keep = (revision: string) => {
+      if (at > latest.at) latest = { at, revision }; // reads may settle out of order: the later-begun one wins
+      return revision;
+    };
+    return typeof read === "string" ? keep(read) : read.then(keep);
+  };
+
+  /** `verifyNow` for a secret its caller has already found well formed (the service's handler does, for its message). */
+  const verifyFormed: VerifyNow = (secret, since) => {
     const hash = sha256Hex(secret);
     let revision: string | Promise<string>;
     try {
       // Read the revision before checking, so a revocation during the check is noticed next time.
-      revision = cacheSize > 0 ? readRevision() : "";
+      revision = cacheSize > 0 ? revisionFor(since) : "";
     } catch (error) {
       return onError(error);
     }
@@ -97,8 +123,11 @@ export function createVerifier(options: {
     return revision.then((r) => decide(hash, r), onError);
   };
 
+  // A malformed secret is refused without a hash or a read (a lookup could not match it anyway).
+  const verifyNow: VerifyNow = (secret) => (isWellFormedSecret(secret) ? verifyFormed(secret) : null);
+
   return {
-    verify: Object.assign(async (secret: string): Promise<VerifiedKey | null> => await verifyNow(secret), { [VERIFY_NOW]: verifyNow }),
+    verify: Object.assign(async (secret: string): Promise<VerifiedKey | null> => await verifyNow(secret), { [VERIFY_NOW]: verifyFormed }),
 
     refusal: async (secret: string): Promise<Refusal> => {
       if (!isWellFormedSecret(secret)) return "unknown";
