@@ -6,7 +6,7 @@
 import { ACTIONS, type Actor, type ApiKeyInfo, type AuthAction, type KeyPatch, type Permission, type Resource, RESOURCES, ROLES, type Role } from "../core/model.ts";
 import { ServiceError } from "../core/errors.ts";
 import { DescriptionSchema, NameSchema, parseCreateInput, parseInput, PermissionsSchema, RolesSchema } from "../core/input.ts";
-import { can, effectivePermissions, escalation, type Grants } from "../core/policy.ts";
+import { can, canPair, effectivePermissions, escalation, type Grants } from "../core/policy.ts";
 import { MAX_GRACE_MS, parseInstant, parseSince, untilOf } from "../core/lifecycle.ts";
 import type { KeyStore } from "../store/key-store.ts";
 
@@ -38,7 +38,7 @@ function forbidden(message: string): ServiceError {
 /** Throws `FORBIDDEN` unless the caller's key holds what `rule` needs for these arguments. */
 export function authorize(rule: Rule, args: Args, context: GraphQLContext): void {
   const { resource, action, ownAction } = needsOf(rule);
-  if (can(context.key, resource, action)) return;
+  if (canPair(context.key, rule.needs, resource, action)) return;
   const ids = rule.own?.(args);
   if (ids && ids.length > 0 && ids.every((id) => id === context.key.id) && can(context.key, resource, ownAction)) return;
   throw forbidden(`Forbidden: this API key lacks the permission ${rule.needs}`);
