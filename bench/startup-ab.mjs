@@ -4,7 +4,10 @@
 // gets a fresh, empty store directory (made and removed outside the timing). Median wall time in ms and
 // its ratio to `node -e 0` in the same environment.
 //
-// Usage: node bench/startup-ab.mjs [--rounds 25] [--cpu 1] name=path/to/cli.cjs [name=path ...]
+// With --shared, each (environment, build) keeps one store across rounds instead, as `npm run bench`
+// does (bench/run.mjs): a create then pays for no first-use set-up (folders, revision file, audit reserve).
+//
+// Usage: node bench/startup-ab.mjs [--rounds 25] [--cpu 1] [--shared] name=path/to/cli.cjs [name=path ...]
 //   e.g. node bench/startup-ab.mjs --rounds 30 before=/tmp/startup-before-dist/cli.cjs after=dist/cli.cjs
 // --cpu N runs every command under `taskset -c N` (all sides alike).
 import { spawnSync } from "node:child_process";
@@ -13,11 +16,12 @@ import { loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 
 const args = process.argv.slice(2);
-let rounds = 25, cpu;
+let rounds = 25, cpu, shared = false;
 const builds = [];
 for (let i = 0; i < args.length; i++) {
   if (args[i] === "--rounds") rounds = Number(args[++i]);
   else if (args[i] === "--cpu") cpu = args[++i];
+  else if (args[i] === "--shared") shared = true;
   else {
     const [name, path] = args[i].includes("=") ? args[i].split("=") : [args[i], args[i]];
     builds.push({ name, path: resolve(path) });
@@ -41,14 +45,17 @@ const commands = [
 ];
 const pairs = Object.keys(envs).flatMap((env) => commands.map((command) => ({ env, command })));
 
+const stores = new Map();
 function once({ env, command }, check = false) {
-  const store = mkdtempSync(join(scratch, "s-"));
+  const key = `${env} ${command.name}`;
+  if (shared && !stores.has(key)) stores.set(key, mkdtempSync(join(scratch, "s-")));
+  const store = shared ? stores.get(key) : mkdtempSync(join(scratch, "s-"));
   const argv = command.argv(join(store, "keys"));
   const [file, full] = cpu ? ["taskset", ["-c", cpu, process.execPath, ...argv]] : [process.execPath, argv];
   const start = process.hrtime.bigint();
   const r = spawnSync(file, full, { env: envs[env], stdio: check ? "pipe" : "ignore", encoding: "utf8" });
   const ms = Number(process.hrtime.bigint() - start) / 1e6;
-  rmSync(store, { recursive: true, force: true });
+  if (!shared) rmSync(store, { recursive: true, force: true });
   if (r.status !== 0) throw new Error(`${command.name} (${env}): exit ${r.status} ${r.stderr ?? ""}`);
   if (check && command.name !== "node -e 0" && !/"key":"/.test(r.stdout)) throw new Error(`${command.name}: unexpected output ${r.stdout}`);
   return ms;
@@ -67,7 +74,7 @@ for (let round = 0; round < rounds; round++) {
 rmSync(scratch, { recursive: true, force: true });
 
 const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s.length % 2 ? s[s.length >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2; };
-console.log(`${rounds} rounds, rotated; load average (1 min) ${Math.min(...load).toFixed(2)}-${Math.max(...load).toFixed(2)}${cpu ? `; taskset -c ${cpu}` : ""}`);
+console.log(`${rounds} rounds, rotated, ${shared ? "one store per build kept across rounds" : "a fresh store per create"}; load average (1 min) ${Math.min(...load).toFixed(2)}-${Math.max(...load).toFixed(2)}${cpu ? `; taskset -c ${cpu}` : ""}`);
 console.log(`| certs | ${commands.map((c) => c.name).join(" | ")} |`);
 console.log(`|---|${commands.map(() => "---").join("|")}|`);
 for (const env of Object.keys(envs)) {
