@@ -48,6 +48,10 @@ const common = {
   define: { "process.env.NODE_ENV": '"production"' },
   legalComments: "none",
   logLevel: "warning",
+  // Regular expressions with Unicode property escapes (\p{...}) stay literals, which Node 20 and later
+  // all read; esbuild would otherwise rewrite them as `new RegExp(...)` calls, which it must then keep
+  // even when nothing uses them (valibot's EMOJI_REGEX, built at every start).
+  supported: { "regexp-unicode-property-escapes": true },
 };
 
 /** The command modules: imported on demand by cli.ts, but light, so bundled into the start-up path. */
