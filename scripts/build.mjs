@@ -94,9 +94,15 @@ try {
   // The loader runs the bundle as a function body: no hashbang, and its import() calls go through the
   // loader's `lazyImport` (see scripts/cli-loader.cjs). Every one of them must be rewritten. When the
   // bundle is required instead, it defines `lazyImport` as import() itself.
-  const main = readFileSync(`${out}/cli-main.cjs`, "utf8")
+  let main = readFileSync(`${out}/cli-main.cjs`, "utf8")
     .replace(/^#!.*\n/, "")
     .replace(/\bimport\((?="(?:\.\/lazy\/|node:))/g, "lazyImport(");
+  // For `import * as fs from "node:fs"` esbuild builds a copy of the module with a getter per export
+  // (__toESM: about a millisecond for node:fs and node:crypto together, at every start). A built-in
+  // module's exports object serves as the namespace itself, provided nothing reads the copy's `default`
+  // (a default import does: those are left as they are).
+  main = main.replace(/\b([\w$]+) = __toESM\(require\("(node:[\w/]+)"\), 1\)/g, (all, name, id) =>
+    main.includes(`${name}.default`) ? all : `${name} = require("${id}")`);
   if (/\bimport\(/.test(main)) throw new Error("cli-main.cjs has an import() the loader does not route");
   if (!main.startsWith('"use strict";\n')) throw new Error("cli-main.cjs no longer starts with \"use strict\"");
   const prelude = "var lazyImport = lazyImport || ((specifier) => import(specifier));\n";
