@@ -54,8 +54,18 @@ const common = {
   supported: { "regexp-unicode-property-escapes": true },
 };
 
-/** The command modules: imported on demand by cli.ts, but light, so bundled into the start-up path. */
-const INLINE = new Set(["lib/cli/commands/apikey.ts", "lib/cli/commands/serve.ts", "lib/cli/commands/completion.ts"]);
+/**
+ * Imported on demand by cli.ts, but light, so bundled into the start-up path: each module's top-level
+ * code still runs only when it is imported (esbuild wraps it), so a create never builds the help text,
+ * the typo suggestions or the other commands' definitions, and --help needs no ES module loader.
+ */
+const INLINE = new Set([
+  "lib/cli/commands/apikey.ts",
+  "lib/cli/commands/serve.ts",
+  "lib/cli/commands/completion.ts",
+  "lib/cli/help.ts",
+  "lib/cli/suggest.ts",
+]);
 
 /** Points the start-up bundle's dynamic imports at the lazy bundles instead of inlining them. */
 const lazyImports = {
