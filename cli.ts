@@ -6,7 +6,7 @@
 import { cac } from "cac";
 import type { CommandDef, CommandIO, OptionDef } from "./lib/cli/command.ts";
 import { isServiceError, ServiceError } from "./lib/core/errors.ts";
-import { formatError, type Output } from "./lib/cli/format.ts";
+import { formatError, type Output } from "./lib/cli/format-results.ts";
 import { writeOut } from "./lib/cli/output.ts";
 import { createDebug, resolveLogLevel } from "./lib/core/log.ts";
 import { VERSION } from "./lib/core/version.ts";

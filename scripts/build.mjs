@@ -55,9 +55,10 @@ const common = {
 };
 
 /**
- * Imported on demand by cli.ts, but light, so bundled into the start-up path: each module's top-level
- * code still runs only when it is imported (esbuild wraps it), so a create never builds the help text,
- * the typo suggestions or the other commands' definitions, and --help needs no ES module loader.
+ * Imported on demand by cli.ts and the apikey command, but light, so bundled into the start-up path:
+ * each module's top-level code still runs only when it is imported (esbuild wraps it), so a create never
+ * builds the help text, the typo suggestions, the other commands' definitions or the list and audit
+ * tables, and none of those needs the ES module loader.
  */
 const INLINE = new Set([
   "lib/cli/commands/apikey.ts",
@@ -65,6 +66,8 @@ const INLINE = new Set([
   "lib/cli/commands/completion.ts",
   "lib/cli/help.ts",
   "lib/cli/suggest.ts",
+  "lib/cli/format.ts",
+  "lib/cli/lifecycle.ts",
 ]);
 
 /** Points the start-up bundle's dynamic imports at the lazy bundles instead of inlining them. */
