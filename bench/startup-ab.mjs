@@ -7,7 +7,7 @@
 // With --shared, each (environment, build) keeps one store across rounds instead, as `npm run bench`
 // does (bench/run.mjs): a create then pays for no first-use set-up (folders, revision file, audit reserve).
 //
-// Usage: node bench/startup-ab.mjs [--rounds 25] [--cpu 1] [--shared] name=path/to/cli.cjs [name=path ...]
+// Usage: node bench/startup-ab.mjs [--rounds 25] [--cpu 1] [--shared] [--certs set|unset] name=path/to/cli.cjs ...
 //   e.g. node bench/startup-ab.mjs --rounds 30 before=/tmp/startup-before-dist/cli.cjs after=dist/cli.cjs
 // --cpu N runs every command under `taskset -c N` (all sides alike).
 import { spawnSync } from "node:child_process";
@@ -16,12 +16,13 @@ import { loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 
 const args = process.argv.slice(2);
-let rounds = 25, cpu, shared = false;
+let rounds = 25, cpu, shared = false, only;
 const builds = [];
 for (let i = 0; i < args.length; i++) {
   if (args[i] === "--rounds") rounds = Number(args[++i]);
   else if (args[i] === "--cpu") cpu = args[++i];
   else if (args[i] === "--shared") shared = true;
+  else if (args[i] === "--certs") only = args[++i];
   else {
     const [name, path] = args[i].includes("=") ? args[i].split("=") : [args[i], args[i]];
     builds.push({ name, path: resolve(path) });
@@ -34,6 +35,7 @@ const envs = {
   set: { ...process.env, LOG_LEVEL: "", NODE_EXTRA_CA_CERTS: CERTS },
   unset: (() => { const e = { ...process.env, LOG_LEVEL: "" }; delete e.NODE_EXTRA_CA_CERTS; return e; })(),
 };
+if (only) for (const name of Object.keys(envs)) if (name !== only) delete envs[name];
 const scratch = mkdtempSync(join(tmpdir(), "startup-ab-"));
 let n = 0;
 const commands = [
@@ -77,11 +79,20 @@ const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s.lengt
 console.log(`${rounds} rounds, rotated, ${shared ? "one store per build kept across rounds" : "a fresh store per create"}; load average (1 min) ${Math.min(...load).toFixed(2)}-${Math.max(...load).toFixed(2)}${cpu ? `; taskset -c ${cpu}` : ""}`);
 console.log(`| certs | ${commands.map((c) => c.name).join(" | ")} |`);
 console.log(`|---|${commands.map(() => "---").join("|")}|`);
+const series = (env, command) => times.get(pairs.find((p) => p.env === env && p.command === command));
 for (const env of Object.keys(envs)) {
-  const base = median(times.get(pairs.find((p) => p.env === env && p.command === commands[0])));
+  const base = median(series(env, commands[0]));
   const cells = commands.map((c, i) => {
-    const m = median(times.get(pairs.find((p) => p.env === env && p.command === c)));
+    const m = median(series(env, c));
     return i === 0 ? m.toFixed(1) : `${m.toFixed(1)} (${(m / base).toFixed(3)}x)`;
   });
   console.log(`| ${env} | ${cells.join(" | ")} |`);
+}
+// The machine's speed drifts over a run: the ratio within each round (its runs are seconds apart), median
+// over rounds, is steadier than the ratio of two medians.
+console.log(`\nmedian of per-round ratios to node -e 0:`);
+for (const env of Object.keys(envs)) {
+  const base = series(env, commands[0]);
+  const cells = commands.slice(1).map((c) => `${c.name} ${median(series(env, c).map((t, i) => t / base[i])).toFixed(3)}x`);
+  console.log(`  ${env}: ${cells.join(", ")}`);
 }
