@@ -6,18 +6,17 @@
 import { cac } from "cac";
 import type { CommandDef, CommandIO, OptionDef } from "./lib/cli/command.ts";
 import { isServiceError, ServiceError } from "./lib/core/errors.ts";
-import { formatError, type Output } from "./lib/cli/format.ts";
+import { formatError, type Output } from "./lib/cli/format-results.ts";
 import { writeOut } from "./lib/cli/output.ts";
 import { createDebug, resolveLogLevel } from "./lib/core/log.ts";
 import { VERSION } from "./lib/core/version.ts";
-import { renderHelp } from "./lib/cli/help.ts";
-import { didYouMean } from "./lib/cli/suggest.ts";
 
 type Command = CommandDef<object>;
 
 /**
- * The commands, each a module loaded on demand (citty's `subCommands`). Both are light: what only
- * one command needs (the service, the HTTP client, the prompts) is imported inside its `run`.
+ * The commands, each a module loaded on demand (citty's `subCommands`): only the one named on the
+ * command line, or all of them for help and for an unknown command. They are light: what only one
+ * command needs (the service, the HTTP client, the prompts) is imported inside its `run`.
  */
 const COMMANDS: Record<string, () => Promise<Command>> = {
   apikey: async () => (await import("./lib/cli/commands/apikey.ts")).command,
@@ -61,28 +60,41 @@ function stringFlags(options: Record<string, unknown>, argv: string[], defs: Opt
   }
 }
 
-/** A mistyped flag in cac's "Unknown option `--crate`" message, with the closest known flag. */
-function unknownOption(message: string, defs: OptionDef[]): string {
-  const flag = /`([^`]+)`/.exec(message)?.[1] ?? "";
-  const known = [...defs, ...HELP_OPTIONS].map((d) => `--${longName(d)}`);
-  return `${message}.${didYouMean(flag.split("=")[0], known)} Run 'service-api --help'.`;
+/** A mistyped word, with the closest known one: " Did you mean '--create'?" or nothing. */
+async function didYouMean(word: string, known: readonly string[]): Promise<string> {
+  return (await import("./lib/cli/suggest.ts")).didYouMean(word, known);
 }
 
-/** Loads every command, in the table's order, by name (a table key may add arguments: `completion <shell>`). */
-async function loadCommands(): Promise<Record<string, Command & { usageName: string }>> {
+/** A mistyped flag in cac's "Unknown option `--crate`" message, with the closest known flag. */
+async function unknownOption(message: string, defs: OptionDef[]): Promise<string> {
+  const flag = /`([^`]+)`/.exec(message)?.[1] ?? "";
+  const known = [...defs, ...HELP_OPTIONS].map((d) => `--${longName(d)}`);
+  return `${message}.${await didYouMean(flag.split("=")[0], known)} Run 'service-api --help'.`;
+}
+
+/** A command's name without its arguments: `completion <shell>` -> `completion`. */
+const nameOf = (usageName: string) => usageName.split(" ")[0];
+
+/** Loads the command `only`, or every command, in the table's order, by name. */
+async function loadCommands(only?: string): Promise<Record<string, Command & { usageName: string }>> {
   const loaded: Record<string, Command & { usageName: string }> = {};
-  for (const [usageName, load] of Object.entries(COMMANDS)) loaded[usageName.split(" ")[0]] = { ...(await load()), usageName };
+  for (const [usageName, load] of Object.entries(COMMANDS)) {
+    if (only === undefined || nameOf(usageName) === only) loaded[nameOf(usageName)] = { ...(await load()), usageName };
+  }
   return loaded;
 }
 
 async function main(argv: string[]): Promise<Output> {
   const debug = await createDebug();
-  const commands = await loadCommands();
   const options = argv.slice(0, argv.includes("--") ? argv.indexOf("--") : argv.length);
-  const named = argv[0] !== undefined && Object.hasOwn(commands, argv[0]) ? argv[0] : undefined;
+  const named = argv[0] !== undefined && Object.keys(COMMANDS).map(nameOf).includes(argv[0]) ? argv[0] : undefined;
   // Help goes to stdout (it is what was asked for) and exits 0, like gh and npm; so does a bare
   // `service-api` or `service-api apikey`, which could only be a question.
-  if (options.includes("-h") || options.includes("--help") || argv.length === 0 || (named && argv.length === 1)) {
+  const help = options.includes("-h") || options.includes("--help") || argv.length === 0 || (named && argv.length === 1);
+  // cac matches a command by the first word, so a named command is the only one it can pick.
+  const commands = await loadCommands(help ? undefined : named);
+  if (help) {
+    const { renderHelp } = await import("./lib/cli/help.ts");
     return { stdout: renderHelp(commands, [...GLOBAL_OPTIONS, ...HELP_OPTIONS], named), exitCode: 0 };
   }
   if (options.includes("-v") || options.includes("--version")) return { stdout: `${VERSION}\n`, exitCode: 0 };
@@ -100,7 +112,7 @@ async function main(argv: string[]): Promise<Output> {
   if (!cli.matchedCommand) {
     const unknown = parsed.args[0];
     if (!unknown) throw new ServiceError("USAGE", "Missing command. Run 'service-api --help'.");
-    throw new ServiceError("USAGE", `Unknown command '${unknown}'.${didYouMean(unknown, Object.keys(commands))} Run 'service-api --help'.`);
+    throw new ServiceError("USAGE", `Unknown command '${unknown}'.${await didYouMean(unknown, Object.keys(commands))} Run 'service-api --help'.`);
   }
   const defs = [...GLOBAL_OPTIONS, ...commands[cli.matchedCommandName!].options];
   // cac's unknown-option check misses flags named like Object.prototype members (`--constructor`, `--__proto__`).
@@ -110,7 +122,7 @@ async function main(argv: string[]): Promise<Output> {
     await cli.runMatchedCommand();
   } catch (error) {
     const message = error instanceof Error ? error.message : "";
-    if (/^Unknown option/.test(message)) throw new ServiceError("USAGE", unknownOption(message, defs));
+    if (/^Unknown option/.test(message)) throw new ServiceError("USAGE", await unknownOption(message, defs));
     throw error;
   }
   stringFlags(parsed.options, argv, defs);

@@ -48,10 +48,27 @@ const common = {
   define: { "process.env.NODE_ENV": '"production"' },
   legalComments: "none",
   logLevel: "warning",
+  // Regular expressions with Unicode property escapes (\p{...}) stay literals, which Node 20 and later
+  // all read; esbuild would otherwise rewrite them as `new RegExp(...)` calls, which it must then keep
+  // even when nothing uses them (valibot's EMOJI_REGEX, built at every start).
+  supported: { "regexp-unicode-property-escapes": true },
 };
 
-/** The command modules: imported on demand by cli.ts, but light, so bundled into the start-up path. */
-const INLINE = new Set(["lib/cli/commands/apikey.ts", "lib/cli/commands/serve.ts", "lib/cli/commands/completion.ts"]);
+/**
+ * Imported on demand by cli.ts and the apikey command, but light, so bundled into the start-up path:
+ * each module's top-level code still runs only when it is imported (esbuild wraps it), so a create never
+ * builds the help text, the typo suggestions, the other commands' definitions or the list and audit
+ * tables, and none of those needs the ES module loader.
+ */
+const INLINE = new Set([
+  "lib/cli/commands/apikey.ts",
+  "lib/cli/commands/serve.ts",
+  "lib/cli/commands/completion.ts",
+  "lib/cli/help.ts",
+  "lib/cli/suggest.ts",
+  "lib/cli/format.ts",
+  "lib/cli/lifecycle.ts",
+]);
 
 /** Points the start-up bundle's dynamic imports at the lazy bundles instead of inlining them. */
 const lazyImports = {
@@ -90,9 +107,15 @@ try {
   // The loader runs the bundle as a function body: no hashbang, and its import() calls go through the
   // loader's `lazyImport` (see scripts/cli-loader.cjs). Every one of them must be rewritten. When the
   // bundle is required instead, it defines `lazyImport` as import() itself.
-  const main = readFileSync(`${out}/cli-main.cjs`, "utf8")
+  let main = readFileSync(`${out}/cli-main.cjs`, "utf8")
     .replace(/^#!.*\n/, "")
     .replace(/\bimport\((?="(?:\.\/lazy\/|node:))/g, "lazyImport(");
+  // For `import * as fs from "node:fs"` esbuild builds a copy of the module with a getter per export
+  // (__toESM: about a millisecond for node:fs and node:crypto together, at every start). A built-in
+  // module's exports object serves as the namespace itself, provided nothing reads the copy's `default`
+  // (a default import does: those are left as they are).
+  main = main.replace(/\b([\w$]+) = __toESM\(require\("(node:[\w/]+)"\), 1\)/g, (all, name, id) =>
+    main.includes(`${name}.default`) ? all : `${name} = require("${id}")`);
   if (/\bimport\(/.test(main)) throw new Error("cli-main.cjs has an import() the loader does not route");
   if (!main.startsWith('"use strict";\n')) throw new Error("cli-main.cjs no longer starts with \"use strict\"");
   const prelude = "var lazyImport = lazyImport || ((specifier) => import(specifier));\n";

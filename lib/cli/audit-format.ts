@@ -5,7 +5,7 @@
  */
 import type { AuditEvent } from "../core/model.ts";
 import { describeActor } from "../store/audit.ts";
-import type { Output } from "./format.ts";
+import type { Output } from "./format-results.ts";
 import { jsonLine } from "./json-text.ts";
 import type { ListView } from "./list.ts";
 import { type Column, renderLines, renderTable } from "./table.ts";

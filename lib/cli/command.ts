@@ -2,7 +2,7 @@
  * What a command module exports, after citty's `CommandDef`: its flags and help text as data, and a
  * run function that returns what to print. `cli.ts` wires argv to them; commands never exit.
  */
-import type { Output } from "./format.ts";
+import type { Output } from "./format-results.ts";
 import type { KeyBackend, KeyStore } from "../store/key-store.ts";
 
 /** What the CLI needs of a store, local or remote: the command's operations, `update`, and `get` where it is O(1). */

@@ -1,5 +1,11 @@
-/** The parsed flags of the commands, shared by the command flows and the prompts. */
+/**
+ * The parsed flags of the commands, shared by the command flows and the prompts, and the values of the
+ * lifecycle flags (--expires-in/--expires-at/--no-expiry, --grace, --since and --limit). Their parsers
+ * are lib/core/lifecycle.ts's, so the CLI, GraphQL and the library accept and refuse the same things
+ * with the same messages.
+ */
 import { ServiceError } from "../core/errors.ts";
+import { expiryFrom, parseGrace, parseSince } from "../core/lifecycle.ts";
 
 /** The flags of `service-api apikey`, as strings after parsing. */
 export interface ApikeyFlags {
@@ -102,4 +108,37 @@ export function chooseMode(given: ApikeyFlags): Mode {
     throw new ServiceError("USAGE", `Unknown --format '${flags.format}': use text, json or env`);
   }
   return mode;
+}
+
+/** The values of the lifecycle flags, checked (exit 2 when wrong) before any store is opened. */
+export interface LifecycleValues {
+  /** The expiry to set (create, update), as stored. */
+  expiresAt?: string;
+  /** update --no-expiry: the key never expires again. */
+  clearExpiry: boolean;
+  /** create --overwrite --grace: how long the replaced secret keeps working. */
+  graceMs?: number;
+  /** audit --since, in ms since the epoch. */
+  since?: number;
+  /** audit --limit. */
+  limit?: number;
+}
+
+/**
+ * The lifecycle flags' values at `now`, or INVALID_INPUT (exit 2) naming the flag: a past or unparsable
+ * expiry, a grace period over 24 h, a bad --since or --limit.
+ * @example lifecycleValues({ create: true, expiresIn: "1h" }, Date.now()).expiresAt // "2026-11-22T23:00:00.000Z"
+ */
+export function lifecycleValues(flags: ApikeyFlags, now: number): LifecycleValues {
+  const limit = flags.limit === undefined ? undefined : String(flags.limit).trim();
+  if (limit !== undefined && !/^[1-9]\d{0,8}$/.test(limit)) {
+    throw new ServiceError("INVALID_INPUT", `--limit needs a whole number of events, 1 or more (got '${limit.slice(0, 20)}')`);
+  }
+  return {
+    expiresAt: expiryFrom({ expiresIn: flags.expiresIn, expiresAt: flags.expiresAt }, now),
+    clearExpiry: flags.expiry === false,
+    graceMs: flags.grace === undefined ? undefined : parseGrace(flags.grace),
+    since: flags.since === undefined ? undefined : parseSince(flags.since, now),
+    limit: limit === undefined ? undefined : Number(limit),
+  };
 }

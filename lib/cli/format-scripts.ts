@@ -3,7 +3,7 @@
  * a create skipped by `--if-not-exists`, a delete skipped by `--if-exists`, and an update.
  */
 import type { ApiKeyInfo, CreatedKey } from "../core/model.ts";
-import { createdSummary, type Output, sentenceTime } from "./format.ts";
+import { createdSummary, type Output, sentenceTime } from "./format-results.ts";
 import { jsonLine } from "./json-text.ts";
 
 /** Every JSON output goes through the one writer that keeps it safe to print (./json-text.ts). */

@@ -3,7 +3,7 @@
  * secret, which is undone when it cannot be written (it was the secret's only copy).
  */
 import { writeSync } from "node:fs";
-import type { Output } from "./format.ts";
+import type { Output } from "./format-results.ts";
 import type { KeyBackend } from "../store/key-store.ts";
 import { writeSecretFile } from "./secret-file.ts";
 

@@ -24,7 +24,7 @@ import {
 import { ACTIONS, type ApiKeyInfo, type Permission, RESOURCES, type Role, ROLE_DESCRIPTIONS, ROLES } from "../core/model.ts";
 import type { KeyBackend, KeyStore } from "../store/key-store.ts";
 import { keyState, shortTime } from "./list.ts";
-import { lifecycleValues } from "./lifecycle.ts";
+import { lifecycleValues } from "./flags.ts";
 import { displayWidth, padEnd } from "./width.ts";
 
 export type { PromptFn };

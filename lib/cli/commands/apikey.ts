@@ -4,17 +4,15 @@
  */
 import { isServiceError, ServiceError } from "../../core/errors.ts";
 import {
+  createdJson,
   formatCreated,
   formatDeleted,
-  formatList,
-  createdJson,
   formatNothingDeleted,
   NO_KEYS_MESSAGE,
   notFoundMessage,
   type Output,
-} from "../format.ts";
+} from "../format-results.ts";
 import { formatEnv, formatExisting, formatNothingToDelete, formatUpdated } from "../format-scripts.ts";
-import { deleteExpired, lifecycleValues, type LifecycleValues, showAudit } from "../lifecycle.ts";
 import {
   DescriptionSchema,
   LookupNameSchema,
@@ -26,7 +24,7 @@ import {
 } from "../../core/input.ts";
 import type { KeyBackend } from "../../store/key-store.ts";
 import { openKeyStore, parseStoreSpec } from "../../store/config.ts";
-import { type ApikeyFlags, chooseMode } from "../flags.ts";
+import { type ApikeyFlags, chooseMode, lifecycleValues, type LifecycleValues } from "../flags.ts";
 import type { CliBackend, CommandDef, CommandIO } from "../command.ts";
 import { deliver } from "../output.ts";
 import { checkOutputTarget } from "../secret-file.ts";
@@ -71,12 +69,15 @@ export async function runApikey(flags: ApikeyFlags, store: CliBackend, context: 
   const asJson = Boolean(flags.json) || flags.format === "json";
   const values = lifecycleValues(flags, Date.now());
 
-  if (mode === "list") return { ...formatList(await store.list(), asJson), readerMayLeave: true };
-  if (mode === "audit") return await showAudit(store, values, asJson);
+  if (mode === "list") {
+    const { formatList } = await import("../format.ts");
+    return { ...formatList(await store.list(), asJson), readerMayLeave: true };
+  }
+  if (mode === "audit") return await (await import("../lifecycle.ts")).showAudit(store, values, asJson);
   if (mode === "create") return await create(flags, values, store, context, asJson);
   if (mode === "update") return await update(flags, values, store, asJson);
 
-  if (flags.expired) return await deleteExpired(store, asJson);
+  if (flags.expired) return await (await import("../lifecycle.ts")).deleteExpired(store, asJson);
 
   if (flags.id !== undefined) {
     const deleted = await store.deleteById(flags.id);

@@ -5,7 +5,7 @@
  */
 import { ServiceError } from "../../core/errors.ts";
 import type { CommandDef, CommandIO } from "../command.ts";
-import type { Output } from "../format.ts";
+import type { Output } from "../format-results.ts";
 
 export const SHELLS = ["bash", "zsh", "fish"] as const;
 

@@ -5,7 +5,7 @@
  */
 import process from "node:process";
 import { ServiceError } from "../../core/errors.ts";
-import type { Output } from "../format.ts";
+import type { Output } from "../format-results.ts";
 import type { CommandDef } from "../command.ts";
 import { bindThenSettleAsOwner, openKeyStore, parseStoreSpec } from "../../store/config.ts";
 import { redactSecrets } from "../../core/secret.ts";
