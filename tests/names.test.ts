@@ -3,6 +3,7 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { LookupNameSchema, NameSchema, parseInput } from "../lib/core/input.ts";
 import { ServiceError } from "../lib/core/errors.ts";
+import { isPlainName, nameLookAlikeProblem, unicodeLookAlikeProblem } from "../lib/core/_names.ts";
 import { createKeyStore } from "../lib/store/key-store.ts";
 import { generateSecret } from "../lib/core/secret.ts";
 import { cliWithStore } from "./helpers/cli.ts";
@@ -139,5 +140,33 @@ describe("the CLI and the library", () => {
     const { id } = await store.create({ name: "ok", roles: ["GUEST"], permissions: [] });
     await expect(store.update(id, { name: "a\u3164b" })).rejects.toThrow(/invisible or filler/);
     expect((await store.get(id))?.name).toBe("ok");
+  });
+});
+
+describe("plain ASCII names take a short path with the same verdicts", () => {
+  // Names of ASCII letters, digits and spaces (most names) skip the Unicode property patterns, whose
+  // building costs a CLI start a few milliseconds. Every such name must get what the full rules say.
+  const alphabet = "abcXYZ019  ";
+  const names = new Set<string>(["a", "deploy key", "deploy  key", " x", "x ", "A1 B2 C3", "9"]);
+  let seed = 7;
+  const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  while (names.size < 500) {
+    const length = 1 + Math.floor(random() * 12);
+    names.add(Array.from({ length }, () => alphabet[Math.floor(random() * alphabet.length)]).join(""));
+  }
+
+  it("nameLookAlikeProblem agrees with the Unicode rules on every plain name", () => {
+    for (const name of names) {
+      expect(isPlainName(name)).toBe(true);
+      expect(nameLookAlikeProblem(name)).toBe(unicodeLookAlikeProblem(name));
+    }
+    expect(nameLookAlikeProblem("deploy  key")).toMatch(/two spaces/);
+  });
+
+  it("a name with anything else takes the Unicode rules", () => {
+    for (const name of ["dеploy", "deploy-key", "ｄｅｐｌｏｙ", "a\u200bb", "é"]) {
+      expect(isPlainName(name)).toBe(false);
+      expect(nameLookAlikeProblem(name)).toBe(unicodeLookAlikeProblem(name));
+    }
   });
 });

@@ -15,7 +15,7 @@ import {
 } from "./model.ts";
 import { ServiceError } from "./errors.ts";
 import { containsSecret, redactSecrets } from "./secret.ts";
-import { nameLookAlikeProblem } from "./_names.ts";
+import { isPlainName, nameLookAlikeProblem } from "./_names.ts";
 
 export const NAME_MAX = 100;
 const DESCRIPTION_MAX = 1000;
@@ -31,6 +31,7 @@ export const NEED_ROLE_OR_PERMISSION = "Please add at least one role or permissi
 const NAME_CHARS = /^(?:[\p{L}\p{N} ]|(?<=[\p{L}\p{M}])(?![\p{Script=Inherited}\p{Script=Common}\p{Me}])\p{M})+$/u;
 // C0/C1 controls and bidirectional overrides would let a description rewrite the terminal or a log line.
 const UNSAFE_TEXT = /[\p{Cc}\u202A-\u202E\u2066-\u2069]/u;
+const PRINTABLE_ASCII = /^[\x20-\x7e]*$/;
 
 /**
  * A name to look a key up by: trimmed, NFC-normalized, letters (any script, with their script's
@@ -40,10 +41,11 @@ const UNSAFE_TEXT = /[\p{Cc}\u202A-\u202E\u2066-\u2069]/u;
 export const LookupNameSchema: v.GenericSchema<string | undefined, string> = v.pipe(
   v.optional(v.string("API key name must be a string"), ""),
   v.trim(),
-  v.normalize("NFC"),
+  // A plain ASCII name (see isPlainName) is its own NFC form and passes NAME_CHARS: neither is computed for it.
+  v.transform((s) => (isPlainName(s) ? s : s.normalize("NFC"))),
   v.nonEmpty("API key name is required"),
   v.check((s) => [...s].length <= NAME_MAX, `API key name must be at most ${NAME_MAX} characters`),
-  v.regex(NAME_CHARS, NAME_RULE),
+  v.check((s) => isPlainName(s) || NAME_CHARS.test(s), NAME_RULE),
 );
 
 /** A new key name: the lookup rule, and nothing that could pass for another name (see lib/core/_names.ts). */
@@ -62,7 +64,8 @@ export const DescriptionSchema: v.GenericSchema<string | undefined, string | und
   v.optional(v.string("Description must be a string"), ""),
   v.trim(),
   v.check((s) => [...s].length <= DESCRIPTION_MAX, `Description must be at most ${DESCRIPTION_MAX} characters`),
-  v.check((s) => !UNSAFE_TEXT.test(s), "Description must not contain control or bidirectional-override characters"),
+  // Printable ASCII (an empty description too) holds none of them: the Unicode pattern is not built for it.
+  v.check((s) => PRINTABLE_ASCII.test(s) || !UNSAFE_TEXT.test(s), "Description must not contain control or bidirectional-override characters"),
   // Descriptions are stored in clear and listed: a secret pasted here would leak. The checksum makes this exact.
   v.check((s) => !containsSecret(s), "Description must not contain an API key secret (sapi_…): it would be stored in clear"),
   v.transform((s) => s || undefined),
