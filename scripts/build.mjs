@@ -135,23 +135,25 @@ try {
     },
   });
   chmodSync(`${out}/cli.cjs`, 0o755);
-  // One create against a throw-away store compiles what a create runs; the loader saves V8's cache of it
-  // as dist/cli-main.<this Node's V8 version>.cache.
-  const scratch = mkdtempSync(join(tmpdir(), "service-api-build-"));
-  try {
-    execFileSync(
-      process.execPath,
-      [`${out}/cli.cjs`, "apikey", "--create", "--name", "code cache", "--roles", "ADMIN", "--json", "--store", join(scratch, "keys")],
-      { env: { ...process.env, SERVICE_API_CODE_CACHE: "write", LOG_LEVEL: "" }, stdio: "ignore" },
-    );
-  } finally {
-    rmSync(scratch, { recursive: true, force: true });
-  }
   await explorer;
   try {
     renameSync("dist", old);
   } catch {}
   renameSync(out, "dist");
+  // One create against a throw-away store compiles what a create runs; the loader saves V8's cache of it
+  // as dist/cli-main.<this Node's V8 version>.cache. Made here, after the swap: V8 keeps the file name a
+  // cache was made under, and one made in the scratch folder put `.build-<pid>/` in every stack trace.
+  // Until it exists the CLI runs without it (the loader writes it whole, then renames it into place).
+  const scratch = mkdtempSync(join(tmpdir(), "service-api-build-"));
+  try {
+    execFileSync(
+      process.execPath,
+      ["dist/cli.cjs", "apikey", "--create", "--name", "code cache", "--roles", "ADMIN", "--json", "--store", join(scratch, "keys")],
+      { env: { ...process.env, SERVICE_API_CODE_CACHE: "write", LOG_LEVEL: "" }, stdio: "ignore" },
+    );
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
 } finally {
   rmSync(out, { recursive: true, force: true });
   rmSync(old, { recursive: true, force: true });

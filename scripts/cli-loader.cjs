@@ -13,7 +13,7 @@
 // The bundle's dynamic imports go through `lazyImport`: inside a vm script, import() needs an
 // experimental vm option that prints a warning. Required as usual, the bundle defines it as import().
 "use strict";
-const { readFileSync, writeFileSync } = require("node:fs");
+const { readFileSync, renameSync, writeFileSync } = require("node:fs");
 const { join } = require("node:path");
 
 const file = join(__dirname, "cli-main.cjs");
@@ -41,7 +41,13 @@ if (!cachedData && mode !== "write") {
     `(function (exports, require, module, __filename, __dirname, lazyImport) {${readFileSync(file, "utf8")}\n})`,
     { filename: file, cachedData },
   );
-  if (mode === "write") process.once("exit", () => writeFileSync(cacheFile, script.createCachedData()));
+  if (mode === "write") {
+    process.once("exit", () => {
+      const part = `${cacheFile}.${process.pid}.tmp`;
+      writeFileSync(part, script.createCachedData());
+      renameSync(part, cacheFile); // a CLI starting meanwhile reads no cache or the whole one
+    });
+  }
   if (mode === "report") process.stderr.write(`code cache: ${script.cachedDataRejected ? "refused" : "used"}\n`);
   const mod = { exports: {} };
   // This file's own require: the bundle sits beside it, so it resolves what one made for the bundle would;

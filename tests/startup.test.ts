@@ -1,7 +1,7 @@
 // The CLI's start-up loads only what the chosen command needs: creating or deleting a key must not
 // pay for GraphQL, the HTTP client, the prompt library or Redis.
 import { spawnSync } from "node:child_process";
-import { cpSync, readdirSync, readFileSync, renameSync, rmSync } from "node:fs";
+import { cpSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import module from "node:module";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -43,6 +43,24 @@ describe("start-up", () => {
       .map((file) => readFileSync(join(ROOT, "dist/lazy", file), "utf8"))
       .join("\n");
     expect(marksIn(lazy).sort()).toEqual(Object.keys(MARKS).sort());
+  });
+
+  it("the code cache names the bundle where it is installed, so stack traces do not point into the build's scratch folder", () => {
+    // V8 keeps the file name a code cache was made under: stacks from the cached bundle showed `.build-<pid>/`.
+    const probe = join(tmp.dir, "stack-probe.cjs");
+    writeFileSync(probe, `const fs = require("node:fs"); const write = fs.writeSync; let once = false;
+fs.writeSync = function (...args) {
+  if (!once) (once = true), write.call(fs, 2, "stack: " + new Error().stack.split("\\n").filter((l) => l.includes("cli-main")).join(" | ") + "\\n");
+  return write.apply(this, args);
+};`);
+    const run = spawnSync(process.execPath, ["--require", probe, CLI, "apikey", "--list", "--json", "--store", "memory:"], {
+      env: { ...process.env, SERVICE_API_CODE_CACHE: "report" },
+      encoding: "utf8",
+    });
+    expect(run.stderr).toMatch(/^code cache: used\n/);
+    const frames = /stack: (.*)/.exec(run.stderr)?.[1] ?? "";
+    expect(frames).toContain(join(ROOT, "dist/cli-main.cjs"));
+    expect(frames).not.toMatch(/\.build-/);
   });
 
   it("starts from the code cache the build made; without one for this V8, it requires the bundle (through Node's compile cache only where the user chose its folder)", () => {
