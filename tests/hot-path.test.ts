@@ -258,3 +258,55 @@ describe("the head of a remembered answer", () => {
     await handle.close();
   });
 });
+
+describe("a body that arrives after its head", () => {
+  /** Sends a POST's head at once and its body only after `between()` has run; resolves to the answer. */
+  const headThenBody = (port: number, secret: string, body: string, between: () => Promise<unknown>) =>
+    new Promise<string>((resolve, reject) => {
+      const socket = connect(port, "127.0.0.1");
+      let out = "";
+      socket.on("data", (d) => (out += d));
+      socket.on("end", () => resolve(out));
+      socket.on("error", reject);
+      socket.on("connect", async () => {
+        socket.write(
+          `POST /graphql HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${secret}\r\nContent-Type: application/json\r\n` +
+            `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n`,
+        );
+        await new Promise((r) => setTimeout(r, 50)); // the server has read the head and checked the key
+        await between();
+        socket.write(body);
+      });
+    });
+
+  async function server() {
+    const { dir, store } = await fsStore();
+    const handle = createServiceHandler({ store, recordLastUse: false });
+    const node = await listenNode(handle, {
+      host: "127.0.0.1", port: 0, maxBodyBytes: 4096, shutdownTimeoutMs: 1000, headersTimeoutMs: 5000,
+      requestTimeoutMs: 5000, keepAliveTimeoutMs: 5000, maxConnections: 16, onAcceptError: () => {},
+    });
+    return { dir, store, node, close: async () => (await node.close(), await handle.close()) };
+  }
+
+  it("is run with the key as it stands when the body is in: a key deleted meanwhile by another process mints nothing", async () => {
+    const { dir, store, node, close } = await server();
+    const { key } = await store.create(input("victim"));
+    const mutation = JSON.stringify({ query: 'mutation { apiKey { create(input: { name: "minted", roles: [ADMIN] }) { id key } } }' });
+    const answer = await headThenBody(node.port, key, mutation, async () => (await cliOf(dir)).deleteByName("victim"));
+    expect(answer).toMatch(/^HTTP\/1\.1 401 /);
+    expect((await store.list()).map((k) => k.name)).toEqual([]);
+    await close();
+  });
+
+  it("sees an update finished before the body was sent: the permissions taken away are gone", async () => {
+    const { dir, store, node, close } = await server();
+    const { key, id } = await store.create({ name: "viewer", roles: ["VIEWER"], permissions: [] });
+    const query = JSON.stringify({ query: "{ online me { roles } }" });
+    const answer = await headThenBody(node.port, key, query, async () => (await cliOf(dir)).update(id, { roles: ["GUEST"] }));
+    const body = JSON.parse(answer.slice(answer.indexOf("\r\n\r\n") + 4));
+    expect(body.data).toEqual({ online: null, me: { roles: ["GUEST"] } });
+    expect(body.errors[0].extensions.code).toBe("FORBIDDEN");
+    await close();
+  });
+});

@@ -195,7 +195,20 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
     lastUse?.seen(key.id); // remembered answers included: the key authenticated this request
     trace.key = key;
     const body = request.method === "POST" ? request.body() : "";
-    return isPromise(body) ? body.then((body) => answer(request, key, body, mediaType, trace)) : answer(request, key, body, mediaType, trace);
+    if (!isPromise(body)) return answer(request, key, body, mediaType, trace);
+    // The body came after the head, maybe much later (up to the request timeout): the key is checked
+    // again once it is in, so a revocation or an update finished before the body was sent applies to it.
+    // Stamped now, after the body arrived: a revision read begun later serves (see `VerifyNow`).
+    return body.then((body) => {
+      if (body === null) return tooLarge(limit);
+      const again = verifyNow(secret, performance.now());
+      const go = (key: VerifiedKey | null) => {
+        if (!key) return store.refusal(secret).then((why) => refuse(why, KEY_REFUSED[why]));
+        trace.key = key;
+        return answer(request, key, body, mediaType, trace);
+      };
+      return isPromise(again) ? again.then(go) : go(again);
+    });
   };
 
   const answer = (request: ServiceRequest, key: VerifiedKey, body: string | null, mediaType: GraphQLMediaType, trace: Trace): MaybePromise<ServiceResponse> => {
