@@ -29,6 +29,33 @@ const cliOf = async (dir: string) => (await fsStore(dir)).store;
 const input = (name: string) => ({ name, roles: ["ADMIN"], permissions: [] });
 const isThenable = (value: unknown) => typeof (value as { then?: unknown } | null)?.then === "function";
 
+/** A node server for `handle` with short timeouts. */
+const listen = (handle: Parameters<typeof listenNode>[0], maxBodyBytes = 4096, maxConnections = 16) =>
+  listenNode(handle, {
+    host: "127.0.0.1", port: 0, maxBodyBytes, shutdownTimeoutMs: 1000, headersTimeoutMs: 5000,
+    requestTimeoutMs: 5000, keepAliveTimeoutMs: 5000, maxConnections, onAcceptError: () => {},
+  });
+
+/**
+ * Sends raw bytes in the given pieces, pausing 50 ms before each after the first; a function among them is
+ * awaited instead of sent (something done between two pieces). Resolves to the whole answer.
+ */
+const send = (port: number, pieces: (string | (() => Promise<unknown>))[]) =>
+  new Promise<string>((resolve, reject) => {
+    const socket = connect(port, "127.0.0.1");
+    let out = "";
+    socket.on("data", (d) => (out += d));
+    socket.on("end", () => resolve(out));
+    socket.on("error", reject);
+    socket.on("connect", async () => {
+      for (const [i, piece] of pieces.entries()) {
+        if (i) await new Promise((r) => setTimeout(r, 50));
+        if (typeof piece === "string") socket.write(piece);
+        else await piece();
+      }
+    });
+  });
+
 function request(secret: string, query = "{ me { id name } }"): ServiceRequest {
   const headers: Record<string, string> = { authorization: `Bearer ${secret}`, "content-type": "application/json" };
   const body = JSON.stringify({ query });
@@ -114,27 +141,9 @@ describe("the node adapter", () => {
       seen.push("awaited");
       return body.then(answer);
     }, { close: async () => {} });
-    const server = await listenNode(handle, {
-      host: "127.0.0.1", port: 0, maxBodyBytes: 1024, shutdownTimeoutMs: 1000, headersTimeoutMs: 5000,
-      requestTimeoutMs: 5000, keepAliveTimeoutMs: 5000, maxConnections: 10, onAcceptError: () => {},
-    });
+    const server = await listen(handle, 1024, 10);
     return { server, seen };
   }
-  /** Sends raw bytes in the given pieces (a pause between them) and returns the whole answer. */
-  const send = (port: number, pieces: string[]) =>
-    new Promise<string>((resolve, reject) => {
-      const socket = connect(port, "127.0.0.1");
-      let out = "";
-      socket.on("data", (d) => (out += d));
-      socket.on("end", () => resolve(out));
-      socket.on("error", reject);
-      socket.on("connect", async () => {
-        for (const [i, piece] of pieces.entries()) {
-          if (i) await new Promise((r) => setTimeout(r, 50));
-          socket.write(piece);
-        }
-      });
-    });
   const head = (length: number) => `POST /graphql HTTP/1.1\r\nHost: x\r\nContent-Length: ${length}\r\nConnection: close\r\n\r\n`;
 
   it("hands the handler a body sent with the headers whole, without a promise; a later body is awaited", async () => {
@@ -188,10 +197,7 @@ describe("one revision read for the requests that arrived before it", () => {
     const { dir, store } = await fsStore();
     const busy = await store.create(input("busy"));
     const handle = createServiceHandler({ store, recordLastUse: false });
-    const server = await listenNode(handle, {
-      host: "127.0.0.1", port: 0, maxBodyBytes: 4096, shutdownTimeoutMs: 1000, headersTimeoutMs: 5000,
-      requestTimeoutMs: 5000, keepAliveTimeoutMs: 5000, maxConnections: 64, onAcceptError: () => {},
-    });
+    const server = await listen(handle, 4096, 64);
     const post = (secret: string) =>
       fetch(`${server.url}/graphql`, {
         method: "POST",
@@ -244,10 +250,7 @@ describe("the head of a remembered answer", () => {
     const { store } = await fsStore();
     const { key } = await store.create(input("ünïcödé"));
     const handle = createServiceHandler({ store, recordLastUse: false });
-    const server = await listenNode(handle, {
-      host: "127.0.0.1", port: 0, maxBodyBytes: 4096, shutdownTimeoutMs: 1000, headersTimeoutMs: 5000,
-      requestTimeoutMs: 5000, keepAliveTimeoutMs: 5000, maxConnections: 16, onAcceptError: () => {},
-    });
+    const server = await listen(handle, 4096, 16);
     const first = await rawPost(server.port, key);
     const answers = [await rawPost(server.port, key), await rawPost(server.port, key)];
     for (const again of answers) expect(withoutDate(again)).toBe(withoutDate(first));
@@ -262,30 +265,17 @@ describe("the head of a remembered answer", () => {
 describe("a body that arrives after its head", () => {
   /** Sends a POST's head at once and its body only after `between()` has run; resolves to the answer. */
   const headThenBody = (port: number, secret: string, body: string, between: () => Promise<unknown>) =>
-    new Promise<string>((resolve, reject) => {
-      const socket = connect(port, "127.0.0.1");
-      let out = "";
-      socket.on("data", (d) => (out += d));
-      socket.on("end", () => resolve(out));
-      socket.on("error", reject);
-      socket.on("connect", async () => {
-        socket.write(
-          `POST /graphql HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${secret}\r\nContent-Type: application/json\r\n` +
-            `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n`,
-        );
-        await new Promise((r) => setTimeout(r, 50)); // the server has read the head and checked the key
-        await between();
-        socket.write(body);
-      });
-    });
+    send(port, [
+      `POST /graphql HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${secret}\r\nContent-Type: application/json\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n`,
+      between, // after the server has read the head and checked the key
+      body,
+    ]);
 
   async function server() {
     const { dir, store } = await fsStore();
     const handle = createServiceHandler({ store, recordLastUse: false });
-    const node = await listenNode(handle, {
-      host: "127.0.0.1", port: 0, maxBodyBytes: 4096, shutdownTimeoutMs: 1000, headersTimeoutMs: 5000,
-      requestTimeoutMs: 5000, keepAliveTimeoutMs: 5000, maxConnections: 16, onAcceptError: () => {},
-    });
+    const node = await listen(handle, 4096, 16);
     return { dir, store, node, close: async () => (await node.close(), await handle.close()) };
   }
 
