@@ -1,0 +1,104 @@
+#!/usr/bin/env node
+// node bench/tail.mjs [--rounds N] [--duration S] [--query me|info] [NAME=path/to/cli.cjs[?ENV=V&...] ...]
+// Tail latency and young-generation GC pauses, side by side: each build of the service given (default
+// `service=dist/cli.cjs?LOG_LEVEL=info`) and Mercurius + graphql-jit, each in its own process on CPU 1 under
+// `node --trace-gc`, loaded in turn (order rotated each round) by autocannon on CPU 0 with 10 connections.
+// Prints per server the median p99 (and every round's), the CPU per request, and the scavenges seen during
+// the load windows: how many per second, their mean and longest pause. A pause holds every request in flight,
+// which is what p99 sees when the CPU per request is lower (BENCHMARKS.md, "What is left").
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { freePort, hasTaskset, killChildrenOnExit, load, median, ROOT, seed, SERVER_CPU } from "./_lib.mjs";
+
+const argv = process.argv.slice(2);
+const opt = (name, fallback) => {
+  const i = argv.indexOf(name);
+  return i < 0 ? fallback : argv.splice(i, 2)[1];
+};
+const rounds = Number(opt("--rounds", 5)), duration = Number(opt("--duration", 4));
+const QUERIES = { me: "{ me { id name } }", info: "{ me { id name } info { hostname } }" };
+const query = QUERIES[opt("--query", "info")];
+if (!query) throw new Error("--query is me or info");
+const builds = argv.length ? argv : [`service=${join(ROOT, "dist/cli.cjs")}?LOG_LEVEL=info`];
+
+const work = mkdtempSync(join(tmpdir(), "service-api-tail-"));
+const children = [];
+killChildrenOnExit(() => {
+  for (const child of children) child.kill("SIGKILL");
+  rmSync(work, { recursive: true, force: true });
+});
+
+const store = join(work, "store");
+const [key] = await seed(store, 10);
+const keysFile = join(work, "keys.json");
+writeFileSync(keysFile, JSON.stringify([key]), { mode: 0o600 });
+
+/** Starts `node --trace-gc …args` on the server core; collects its scavenge pauses (ms) while `counting`. */
+async function start(name, args, env) {
+  const port = await freePort();
+  const node = [process.execPath, "--trace-gc", ...args(port)];
+  const [file, ...rest] = hasTaskset ? ["taskset", "-c", SERVER_CPU, ...node] : node;
+  const child = spawn(file, rest, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...env } });
+  children.push(child);
+  const server = { name, pid: child.pid, url: `http://127.0.0.1:${port}`, counting: false, pauses: [] };
+  let partial = "";
+  child.stdout.on("data", (chunk) => {
+    const lines = (partial + chunk).split("\n");
+    partial = lines.pop();
+    if (!server.counting) return;
+    for (const line of lines) {
+      const m = /Scavenge[^,]*, ([\d.]+) \/ [\d.]+ ms/.exec(line);
+      if (m) server.pauses.push(Number(m[1]));
+    }
+  });
+  child.stderr.resume();
+  for (const deadline = Date.now() + 15_000; ; ) {
+    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`${name} did not start`);
+    try {
+      await fetch(server.url, { method: "HEAD" });
+      return server;
+    } catch {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+}
+
+const servers = [];
+for (const spec of builds) {
+  const [name, target] = spec.split("=");
+  const [cli, query = ""] = target.split("?");
+  servers.push(await start(name, (port) => [cli, "serve", "--port", String(port), "--store", store], Object.fromEntries(new URLSearchParams(query))));
+}
+servers.push(await start("mercurius", (port) => [join(ROOT, "bench/mercurius-server.mjs"), "--keys", keysFile, "--port", String(port)], { NODE_ENV: "production" }));
+
+const body = JSON.stringify({ query });
+const headers = { authorization: `Bearer ${key.key}`, "content-type": "application/json" };
+const run = (server, seconds) => load({ url: `${server.url}/graphql`, headers, body, connections: 10, duration: seconds, pid: server.pid });
+for (const server of servers) await run(server, 2); // warm-up: compiled queries, caches, JIT
+const results = new Map(servers.map((s) => [s, { p99: [], cpu: [], seconds: 0 }]));
+for (let round = 0; round < rounds; round++) {
+  for (let i = 0; i < servers.length; i++) {
+    const server = servers[(i + round) % servers.length];
+    server.counting = true;
+    const out = await run(server, duration);
+    server.counting = false;
+    const r = results.get(server);
+    r.p99.push(out.p99);
+    r.cpu.push(out.cpuUs);
+    r.seconds += duration;
+  }
+  console.error(`round ${round + 1}/${rounds} done`);
+}
+console.log(`${rounds} rotated rounds of ${duration} s, 10 connections, query ${query}, node ${process.version}`);
+for (const [server, r] of results) {
+  const p = server.pauses;
+  const mean = p.length ? p.reduce((a, b) => a + b, 0) / p.length : 0;
+  console.log(
+    `${server.name.padEnd(12)} p99 ${median(r.p99).toFixed(2)} ms (rounds ${r.p99.map((x) => x.toFixed(2)).join(" ")}), ` +
+      `CPU ${median(r.cpu).toFixed(1)} µs/request, scavenges ${(p.length / r.seconds).toFixed(1)}/s, ` +
+      `mean ${mean.toFixed(2)} ms, longest ${p.length ? Math.max(...p).toFixed(2) : "-"} ms`,
+  );
+}
+process.exit(0);
