@@ -45,8 +45,13 @@ import type { AuthFailure, RequestEvent } from "./types.ts";
 
 export { type FetchHandler, type HandlerOptions, MAX_BODY_BYTES, type ServiceHandler, type ServiceRequest, type ServiceResponse } from "./types.ts";
 
-/** What graphql-http's hooks need of a request, and what they tell the answer cache. */
+/**
+ * What graphql-http's hooks need of a request, and what they tell the answer cache: handed to graphql-http
+ * as its raw request, so the hooks read it directly (no map from requests to it, whose entries the young
+ * generation's collections had to sweep).
+ */
 interface RequestState {
+  request: ServiceRequest;
   key: ApiKeyInfo;
   body: string;
   /** Set once executed: the operation depends on the caller's key alone. */
@@ -92,8 +97,6 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
   const verifyNow = verifyNowOf(store);
   const limit = options.maxBodyBytes ?? MAX_BODY_BYTES;
   const onError = options.onError ?? ((error: unknown) => console.error("service-api: internal error:", error));
-  const states = new WeakMap<ServiceRequest, RequestState>();
-  const stateOf = (raw: unknown): RequestState => states.get(raw as ServiceRequest)!;
   const storeStatus = options.storeStatus ?? {
     down: (line) => console.error(`service-api: error: ${line}`),
     up: (line) => console.error(`service-api: ${line}`),
@@ -112,7 +115,7 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
     return unauthenticated(message);
   };
 
-  const graphql = createGraphQLHttpHandler<ServiceRequest, undefined, GraphQLContext>({
+  const graphql = createGraphQLHttpHandler<RequestState, undefined, GraphQLContext>({
     schema: createSchema(),
     parse: ((source: string | { body: string }) =>
       parseDocument(typeof source === "string" ? source : source.body)) as typeof graphqlParse,
@@ -120,13 +123,13 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
     // Remembered per cached document (documents.ts): graphql-http and onOperation both ask.
     getOperationAST: operationOf as typeof graphqlGetOperationAST,
     execute: boundedExecute,
-    context: (req) => ({ key: stateOf(req.raw).key, store }),
+    context: (req) => ({ key: req.raw.key, store }),
     parseRequestParams: (req) => {
-      const raw = req.raw;
+      const { request, body } = req.raw;
       try {
-        return raw.method === "GET"
-          ? paramsFromUrl(new URL(raw.url, "http://localhost"))
-          : paramsFromBody(stateOf(raw).body, raw.headers.get("content-type"));
+        return request.method === "GET"
+          ? paramsFromUrl(new URL(request.url, "http://localhost"))
+          : paramsFromBody(body, request.headers.get("content-type"));
       } catch (error) {
         const status = (error as { status?: number }).status;
         if (status === 415) {
@@ -144,7 +147,7 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
         const { status, headers, body } = storeDown();
         return [body, { status, statusText: "Service Unavailable", headers }];
       }
-      const state = stateOf(req.raw);
+      const state = req.raw;
       // A request error (variables that fail coercion or the limits: no "data") is a 400 for clients
       // that accept graphql-response+json, as the GraphQL-over-HTTP spec requires.
       if (!("data" in result) && result.errors?.length && state.mediaType === GRAPHQL_RESPONSE) {
@@ -215,15 +218,14 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
     if (body === null) return tooLarge(limit);
     return answers.answer(key.validity, request, body, () => {
       trace.computed = true;
-      const state: RequestState = { key, body, keyOnly: false, mediaType, trace };
-      states.set(request, state);
+      const state: RequestState = { request, key, body, keyOnly: false, mediaType, trace };
       return graphql({
         method: request.method,
         url: request.url,
         // graphql-http ignores q-values: it is told the type already chosen.
         headers: { get: (name) => (name === "accept" ? mediaType : request.headers.get(name)) },
         body,
-        raw: request,
+        raw: state,
         context: undefined,
       }).then(([text, init]) =>
         // graphql-http's 405 (a mutation over GET) has no content type and no code.
