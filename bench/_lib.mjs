@@ -59,10 +59,11 @@ export function killChildrenOnExit(cleanup = () => {}) {
 
 /**
  * Starts `node …argv` on SERVER_CPU and resolves once it serves: when `portFromStdout`, once it prints
- * its port; otherwise once GET /healthz on `port` answers. stderr is drained (a log collector reading a
- * pipe, as in production), keeping only its tail for error messages.
+ * its port; otherwise once GET /healthz on `port` answers. `onStdout` is given everything it prints.
+ * stderr is drained (a log collector reading a pipe, as in production), keeping only its tail for error
+ * messages.
  */
-export async function startServer(argvOf, { env = {}, portFromStdout = false } = {}) {
+export async function startServer(argvOf, { env = {}, portFromStdout = false, onStdout } = {}) {
   let port = portFromStdout ? 0 : await freePort();
   const [file, argv] = pinned(SERVER_CPU, argvOf(port));
   const child = spawn(file, argv, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...env } });
@@ -70,9 +71,18 @@ export async function startServer(argvOf, { env = {}, portFromStdout = false } =
   let tail = "";
   child.stderr.on("data", (d) => (tail = (tail + d).slice(-4000)));
   const exited = new Promise((r) => child.once("exit", r));
+  if (onStdout) child.stdout.on("data", onStdout);
   if (portFromStdout) {
+    // The port is the first line that is only digits (node --trace-gc may print before it).
+    let out = "";
     port = await Promise.race([
-      new Promise((r) => child.stdout.once("data", (d) => r(Number(String(d).trim())))),
+      new Promise((r) => {
+        const read = (d) => {
+          const found = /^(\d+)$/m.exec((out += d));
+          if (found) child.stdout.off("data", read), r(Number(found[1]));
+        };
+        child.stdout.on("data", read);
+      }),
       exited.then(() => { throw new Error(`${argv.join(" ")} exited: ${tail}`); }),
     ]);
     child.stdout.resume();

@@ -6,11 +6,10 @@
 // Prints per server the median p99 (and every round's), the CPU per request, and the scavenges seen during
 // the load windows: how many per second, their mean and longest pause. A pause holds every request in flight,
 // which is what p99 sees when the CPU per request is lower (BENCHMARKS.md, "What is left").
-import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { freePort, hasTaskset, killChildrenOnExit, load, median, ROOT, seed, SERVER_CPU } from "./_lib.mjs";
+import { killChildrenOnExit, load, median, ROOT, seed, startServer } from "./_lib.mjs";
 
 const argv = process.argv.slice(2);
 const opt = (name, fallback) => {
@@ -24,11 +23,7 @@ if (!query) throw new Error("--query is me or info");
 const builds = argv.length ? argv : [`service=${join(ROOT, "dist/cli.cjs")}?LOG_LEVEL=info`];
 
 const work = mkdtempSync(join(tmpdir(), "service-api-tail-"));
-const children = [];
-killChildrenOnExit(() => {
-  for (const child of children) child.kill("SIGKILL");
-  rmSync(work, { recursive: true, force: true });
-});
+killChildrenOnExit(() => rmSync(work, { recursive: true, force: true }));
 
 const store = join(work, "store");
 const [key] = await seed(store, 10);
@@ -36,15 +31,10 @@ const keysFile = join(work, "keys.json");
 writeFileSync(keysFile, JSON.stringify([key]), { mode: 0o600 });
 
 /** Starts `node --trace-gc …args` on the server core; collects its scavenge pauses (ms) while `counting`. */
-async function start(name, args, env) {
-  const port = await freePort();
-  const node = [process.execPath, "--trace-gc", ...args(port)];
-  const [file, ...rest] = hasTaskset ? ["taskset", "-c", SERVER_CPU, ...node] : node;
-  const child = spawn(file, rest, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...env } });
-  children.push(child);
-  const server = { name, pid: child.pid, url: `http://127.0.0.1:${port}`, counting: false, pauses: [] };
+async function start(name, args, { env, portFromStdout = false }) {
   let partial = "";
-  child.stdout.on("data", (chunk) => {
+  const server = { name, counting: false, pauses: [] };
+  const onStdout = (chunk) => {
     const lines = (partial + chunk).split("\n");
     partial = lines.pop();
     if (!server.counting) return;
@@ -52,26 +42,18 @@ async function start(name, args, env) {
       const m = /Scavenge[^,]*, ([\d.]+) \/ [\d.]+ ms/.exec(line);
       if (m) server.pauses.push(Number(m[1]));
     }
-  });
-  child.stderr.resume();
-  for (const deadline = Date.now() + 15_000; ; ) {
-    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`${name} did not start`);
-    try {
-      await fetch(server.url, { method: "HEAD" });
-      return server;
-    } catch {
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
+  };
+  const { pid, url } = await startServer((port) => ["--trace-gc", ...args(port)], { env, portFromStdout, onStdout });
+  return Object.assign(server, { pid, url });
 }
 
 const servers = [];
 for (const spec of builds) {
   const [name, target] = spec.split("=");
   const [cli, query = ""] = target.split("?");
-  servers.push(await start(name, (port) => [cli, "serve", "--port", String(port), "--store", store], Object.fromEntries(new URLSearchParams(query))));
+  servers.push(await start(name, (port) => [cli, "serve", "--port", String(port), "--store", store], { env: Object.fromEntries(new URLSearchParams(query)) }));
 }
-servers.push(await start("mercurius", (port) => [join(ROOT, "bench/mercurius-server.mjs"), "--keys", keysFile, "--port", String(port)], { NODE_ENV: "production" }));
+servers.push(await start("mercurius", () => [join(ROOT, "bench/mercurius-server.mjs"), "--keys", keysFile], { env: { NODE_ENV: "production" }, portFromStdout: true }));
 
 const body = JSON.stringify({ query });
 const headers = { authorization: `Bearer ${key.key}`, "content-type": "application/json" };

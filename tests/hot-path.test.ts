@@ -76,22 +76,24 @@ describe("verify, synchronously when remembered", () => {
     expect(store.verify(key)).toBeInstanceOf(Promise);
   });
 
-  it("reads the revision on every call: a key deleted by another process is refused on the next one", async () => {
+  /** A store with key "a" whose verification is remembered (answered without a promise). */
+  async function remembered() {
     const { dir, store } = await fsStore();
     const { key } = await store.create(input("a"));
     const verifyNow = verifyNowOf(store);
     await verifyNow(key);
     expect(isThenable(verifyNow(key))).toBe(false);
+    return { dir, key, verifyNow };
+  }
+
+  it("reads the revision on every call: a key deleted by another process is refused on the next one", async () => {
+    const { dir, key, verifyNow } = await remembered();
     await (await cliOf(dir)).deleteByName("a");
     expect(await verifyNow(key)).toBeNull();
   });
 
   it("also after the store was moved aside and copied back", async () => {
-    const { dir, store } = await fsStore();
-    const { key } = await store.create(input("a"));
-    const verifyNow = verifyNowOf(store);
-    await verifyNow(key);
-    expect(isThenable(verifyNow(key))).toBe(false);
+    const { dir, key, verifyNow } = await remembered();
     renameSync(dir, `${dir}.aside`);
     cpSync(`${dir}.aside`, dir, { recursive: true, preserveTimestamps: true });
     await (await cliOf(dir)).deleteByName("a");

@@ -200,11 +200,11 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
     const body = request.method === "POST" ? request.body() : "";
     if (!isPromise(body)) return answer(request, key, body, mediaType, trace);
     // The body came after the head, maybe much later (up to the request timeout): the key is checked
-    // again once it is in, so a revocation or an update finished before the body was sent applies to it.
-    // Stamped now, after the body arrived: a revision read begun later serves (see `VerifyNow`).
+    // again once it is in, with a revision read of its own, so a revocation or an update finished before
+    // the body was sent applies to it.
     return body.then((body) => {
       if (body === null) return tooLarge(limit);
-      const again = verifyNow(secret, performance.now());
+      const again = verifyNow(secret);
       const go = (key: VerifiedKey | null) => {
         if (!key) return store.refusal(secret).then((why) => refuse(why, KEY_REFUSED[why]));
         trace.key = key;
