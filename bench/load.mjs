@@ -1,7 +1,7 @@
 // The load generator of the service benchmark, in its own process (bench/_lib.mjs starts it on its own
 // core), so it never shares an event loop or a core with the bench's bookkeeping or the server.
 // Reads one JSON object on stdin: { url, method, headers, body, connections, duration, pid }; runs
-// autocannon; prints one JSON object on stdout: { rps, p99, requests, non2xx, errors, cpuUs }, where
+// autocannon; prints one JSON object on stdout: { rps, p50, p90, p99, p999, requests, non2xx, errors, cpuUs }, where
 // cpuUs is the server's CPU time (user + system, every thread, from /proc/<pid>/stat) over the load
 // window divided by the requests answered in it.
 import { readFileSync } from "node:fs";
@@ -51,11 +51,15 @@ tracker.on("response", (_client, status, _bytes, ms) => {
   latencies[n++] = ms;
 });
 const result = await tracker;
+const sorted = latencies.subarray(0, n).sort();
 const after = spec.pid ? cpuTicks(spec.pid) : NaN;
 const requests = result.requests.total;
 process.stdout.write(JSON.stringify({
   rps: result.requests.average,
-  p99: percentile(latencies.subarray(0, n).sort(), 0.99),
+  p50: percentile(sorted, 0.5),
+  p90: percentile(sorted, 0.9),
+  p99: percentile(sorted, 0.99),
+  p999: percentile(sorted, 0.999),
   requests,
   non2xx: result.non2xx,
   errors: result.errors,

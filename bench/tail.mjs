@@ -3,9 +3,10 @@
 // Tail latency and young-generation GC pauses, side by side: each build of the service given (default
 // `service=dist/cli.cjs?LOG_LEVEL=info`) and Mercurius + graphql-jit, each in its own process on CPU 1 under
 // `node --trace-gc`, loaded in turn (order rotated each round) by autocannon on CPU 0 with 10 connections.
-// Prints per server the median p99 (and every round's), the CPU per request, and the scavenges seen during
-// the load windows: how many per second, their mean and longest pause. A pause holds every request in flight,
-// which is what p99 sees when the CPU per request is lower (BENCHMARKS.md, "What is left").
+// Prints per server the median p99 (and every round's), the median p50 and p99.9, the CPU per request,
+// and the scavenges seen during the load windows: how many per second, their mean and longest pause. A
+// pause holds every request in flight, which is what p99 sees when the CPU per request is lower
+// (BENCHMARKS.md, "What is left").
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -59,7 +60,7 @@ const body = JSON.stringify({ query });
 const headers = { authorization: `Bearer ${key.key}`, "content-type": "application/json" };
 const run = (server, seconds) => load({ url: `${server.url}/graphql`, headers, body, connections: 10, duration: seconds, pid: server.pid });
 for (const server of servers) await run(server, 2); // warm-up: compiled queries, caches, JIT
-const results = new Map(servers.map((s) => [s, { p99: [], cpu: [], seconds: 0 }]));
+const results = new Map(servers.map((s) => [s, { p50: [], p99: [], p999: [], cpu: [], seconds: 0 }]));
 for (let round = 0; round < rounds; round++) {
   for (let i = 0; i < servers.length; i++) {
     const server = servers[(i + round) % servers.length];
@@ -67,7 +68,9 @@ for (let round = 0; round < rounds; round++) {
     const out = await run(server, duration);
     server.counting = false;
     const r = results.get(server);
+    r.p50.push(out.p50);
     r.p99.push(out.p99);
+    r.p999.push(out.p999);
     r.cpu.push(out.cpuUs);
     r.seconds += duration;
   }
@@ -79,7 +82,7 @@ for (const [server, r] of results) {
   const mean = p.length ? p.reduce((a, b) => a + b, 0) / p.length : 0;
   console.log(
     `${server.name.padEnd(12)} p99 ${median(r.p99).toFixed(2)} ms (rounds ${r.p99.map((x) => x.toFixed(2)).join(" ")}), ` +
-      `CPU ${median(r.cpu).toFixed(1)} µs/request, scavenges ${(p.length / r.seconds).toFixed(1)}/s, ` +
+      `p50 ${median(r.p50).toFixed(2)}, p99.9 ${median(r.p999).toFixed(2)} ms, CPU ${median(r.cpu).toFixed(1)} µs/request, scavenges ${(p.length / r.seconds).toFixed(1)}/s, ` +
       `mean ${mean.toFixed(2)} ms, longest ${p.length ? Math.max(...p).toFixed(2) : "-"} ms`,
   );
 }

@@ -6,6 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { spawnSync } from "node:child_process";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import { cliWithStore, ROOT } from "./helpers/cli.ts";
 import { gql, startServer } from "./helpers/server.ts";
 import { createServiceLog, FLUSH_BYTES, FLUSH_MS } from "../lib/http/service-log.ts";
@@ -142,6 +144,52 @@ describe("createServiceLog", () => {
     expect(writes[0].length).toBeGreaterThanOrEqual(FLUSH_BYTES);
     expect(writes[0].split("\n").filter(Boolean)).toHaveLength(lines);
     expect(lines).toBeLessThan(FLUSH_BYTES / 1000 + 2);
+  });
+
+  it("counts FLUSH_BYTES in UTF-8 bytes and writes every line whole and in order, long and non-ASCII ones too", () => {
+    const writes: string[] = [];
+    const log = createServiceLog({ env: {}, write: (t) => writes.push(t) });
+    const sent: string[] = [];
+    const send = (path: string) => {
+      log.request({ method: "GET", path, status: 404, ms: 1, operation: "none" });
+      sent.push(`GET ${JSON.stringify(path).slice(1, -1)} 404 1ms`);
+    };
+    send("/" + "é".repeat(300)); // 2 bytes each in UTF-8
+    send("/\u{1F511}/\ud800/ключ"); // an astral character, a lone surrogate (written as U+FFFD) and Cyrillic
+    send("/" + "x".repeat(40_000)); // longer than a batch: written alone, after what came before
+    send("/after");
+    while (writes.length < 3) send("/" + "ü".repeat(999));
+    log.flush();
+    expect(writes.join("")).toBe(sent.map((line) => line.replace("\ud800", "\uFFFD") + "\n").join(""));
+    expect(writes[1]).toBe(sent[2] + "\n");
+    // A batch of two-byte characters is written at FLUSH_BYTES bytes, i.e. about half as many characters.
+    const full = writes.find((w) => w.includes("ü"))!;
+    expect(Buffer.byteLength(full)).toBeGreaterThanOrEqual(FLUSH_BYTES);
+    expect(full.length).toBeLessThan(FLUSH_BYTES * 0.6);
+  });
+
+  it("holds pending lines outside the JS heap (strings waiting for a flush made every GC pause longer)", () => {
+    setFlagsFromString("--expose-gc");
+    const gc = runInNewContext("gc") as () => void;
+    const writes: string[] = [];
+    const log = createServiceLog({ env: {}, write: (t) => writes.push(t) });
+    const key = { id: "k".repeat(32), name: "a key with a name" };
+    log.request({ method: "POST", path: "/graphql", status: 200, ms: 0, operation: "query", key }); // caches warmed
+    log.flush();
+    gc();
+    const before = process.memoryUsage().heapUsed;
+    let pendingBytes = 0;
+    for (let i = 0; i < 700; i++) {
+      log.request({ method: "POST", path: "/graphql", status: 200, ms: i / 100, operation: "query", key });
+      pendingBytes += 80;
+    }
+    gc();
+    const grown = process.memoryUsage().heapUsed - before;
+    expect(writes).toHaveLength(1); // nothing flushed: the 700 lines are pending
+    expect(pendingBytes).toBeGreaterThan(50_000);
+    expect(grown).toBeLessThan(16_000); // as strings they held over 100 KB of heap
+    log.flush();
+    expect(writes[1].split("\n")).toHaveLength(701);
   });
 
   it.each([

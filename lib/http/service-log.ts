@@ -10,7 +10,14 @@
  * as the request it logs; one write per turn of the event loop still cost 6-15 µs a request under load.
  * Whatever is pending is also written when the process exits (an `exit` listener, which Node runs on
  * `process.exit()` and after an uncaught exception too), so a stop loses nothing.
+ *
+ * The batch is UTF-8 bytes in a buffer outside the JS heap, not a string. Appended to a string, each
+ * pending line stayed in the heap as a rope of small strings until the flush, up to 50 ms later: the
+ * young-generation collections under load copied 100-140 KB of them every time, which doubled each pause
+ * (0.9 against 0.4 ms), and a pause holds every request in flight: it set the service's p99. Encoded at
+ * once, a line dies young. The test "holds pending lines outside the JS heap" fails if that changes.
  */
+import { Buffer } from "node:buffer";
 import { type LogLevelName, resolveLogLevel } from "../core/log.ts";
 import { redactSecrets } from "../core/secret.ts";
 import type { AuthFailure, RequestEvent, ServiceObserver } from "./types.ts";
@@ -27,8 +34,10 @@ export interface ServiceLog extends Pick<ServiceObserver, "request" | "authFaile
 
 /** How long a line may wait for others before it is written (ms). */
 export const FLUSH_MS = 50;
-/** A batch this long (in UTF-16 units, about bytes) is written at once. */
+/** A batch this long (UTF-8 bytes) is written at once. */
 export const FLUSH_BYTES = 64 * 1024;
+/** Room in a batch: FLUSH_BYTES and the longest line that may still be added just under it. */
+const BATCH_ROOM = FLUSH_BYTES + 16 * 1024;
 
 /** Logs holding unwritten lines, written by one `exit` listener for all. */
 const pending = new Set<() => void>();
@@ -62,19 +71,27 @@ export function createServiceLog(options: ServiceLogOptions = {}): ServiceLog {
   const json = isJsonFormat(env);
   const write = options.write ?? ((text: string) => void process.stderr.write(text));
   const every = options.authWarnEveryMs ?? 10_000;
-  let buffer = "";
+  const batch = Buffer.allocUnsafeSlow(BATCH_ROOM); // decoded at the flush, so it is reused
+  let used = 0;
   let timer: ReturnType<typeof setTimeout> | undefined;
   const flush = () => {
     if (timer !== undefined) clearTimeout(timer), (timer = undefined);
     pending.delete(flush);
-    if (!buffer) return;
-    const text = buffer;
-    buffer = "";
+    if (used === 0) return;
+    const text = batch.toString("utf8", 0, used);
+    used = 0;
     write(text);
   };
   const emit = (text: string) => {
-    buffer += text + "\n";
-    if (buffer.length >= FLUSH_BYTES) return flush();
+    // At most 3 bytes of UTF-8 per UTF-16 unit (a lone surrogate becomes U+FFFD, 3 bytes), and the newline.
+    const most = text.length * 3 + 1;
+    if (used + most > batch.length) {
+      flush();
+      if (most > batch.length) return write(text + "\n"); // a line longer than a batch goes on its own
+    }
+    used += batch.write(text, used);
+    batch[used++] = 0x0a;
+    if (used >= FLUSH_BYTES) return flush();
     if (timer !== undefined) return;
     // Unref'd: a pending line never keeps the process alive; the exit listener writes it instead.
     timer = setTimeout(flush, FLUSH_MS);
