@@ -96,6 +96,17 @@ describe("access log", () => {
     expect(lines.at(-1)).toMatchObject({ level: "info", msg: "stopped" });
   });
 
+  it.each([{ LOG_LEVEL: "warn" }, { LOG_LEVEL: "error", LOG_FORMAT: "json" }])("tells the port the system chose at a quiet level too (%o)", async (extra) => {
+    // `serve --port 0` (startServer) learns its URL from the listening line: without it the port is unknown.
+    const log = await logOf(extra);
+    const lines = log.trim().split("\n");
+    const listening = lines.filter((l) => l.includes("listening on http://127.0.0.1:"));
+    expect(listening).toHaveLength(1);
+    if (extra.LOG_FORMAT) expect(JSON.parse(listening[0])).toMatchObject({ level: "info" });
+    // Still quiet otherwise: no access line, no stopping lines.
+    expect(lines.filter((l) => /^(GET|POST) |"msg":"request"|stopping|stopped/.test(l))).toEqual([]);
+  });
+
   it.each([{}, { LOG_LEVEL: "debug" }, { LOG_LEVEL: "trace", LOG_FORMAT: "json" }])("never logs a secret (%o)", async (extra) => {
     const log = await logOf(extra);
     expect(log).toMatch(/\/graphql 200|"status":200/);
@@ -204,6 +215,17 @@ describe("createServiceLog", () => {
       ${end}`;
     const child = spawnSync(process.execPath, ["--input-type=module", "-e", script], { encoding: "utf8", timeout: 10_000 });
     expect(child.stderr).toContain("GET /healthz 200 0ms\nGET /healthz 200 1ms\nGET /healthz 200 2ms\n");
+  });
+
+  it("announce() writes at every level but silent", () => {
+    for (const [level, written] of [["error", 1], ["warn", 1], ["info", 1], ["silent", 0]] as const) {
+      const writes: string[] = [];
+      const log = createServiceLog({ env: { LOG_LEVEL: level }, write: (t) => writes.push(t) });
+      log.announce("listening on port 41234");
+      log.line("info", "an ordinary info line");
+      log.flush();
+      expect(writes.join("").split("\n").filter((l) => l.includes("41234")), level).toHaveLength(written);
+    }
   });
 
   it("LOG_LEVEL=warn keeps the warnings and drops the access lines", () => {

@@ -28,6 +28,8 @@ const RANK: Record<LogLevelName, number> = { silent: 0, error: 1, warn: 2, info:
 export interface ServiceLog extends Pick<ServiceObserver, "request" | "authFailed"> {
   /** A service line (listening, outage, stopping) at `level`; dropped below the configured level. */
   line(level: Level, message: string): void;
+  /** An info line written at every level but `silent`: what the operator cannot learn elsewhere (a port the system chose). */
+  announce(message: string): void;
   /** Writes what is buffered now (before exit). */
   flush(): void;
 }
@@ -104,8 +106,8 @@ export function createServiceLog(options: ServiceLogOptions = {}): ServiceLog {
   const keyText = new WeakMap<object, string>();
   let lastPath = "";
   let lastEscaped = "";
-  const line = (level: Level, message: string, fields?: Record<string, unknown>) => {
-    if (RANK[level] > rank) return;
+  const line = (level: Level, message: string, fields?: Record<string, unknown>, always = false) => {
+    if (RANK[level] > rank && !always) return;
     if (json) emit(JSON.stringify({ time: new Date().toISOString(), level, msg: message, ...fields }));
     else emit(level === "info" || level === "debug" ? message : `${level}: ${message}`);
   };
@@ -113,6 +115,9 @@ export function createServiceLog(options: ServiceLogOptions = {}): ServiceLog {
 
   return {
     line: (level, message) => line(level, message),
+    announce: (message) => {
+      if (rank > RANK.silent) line("info", message, undefined, true);
+    },
     flush,
     request(event: RequestEvent) {
       if (rank < RANK.info) return;

@@ -117,7 +117,10 @@ export async function runServe(
     await store.close();
     throw error;
   }
-  info(`service-api listening on ${server.url} (POST ${server.url}/graphql, GET ${server.url}/healthz, /readyz, /metrics)`);
+  const listening = `service-api listening on ${server.url} (POST ${server.url}/graphql, GET ${server.url}/healthz, /readyz, /metrics)`;
+  // A port the system chose appears nowhere else: that line is written at LOG_LEVEL=warn and error too.
+  if (port === 0) log.announce(listening);
+  else info(listening);
   log.flush(); // at once: scripts and tests wait for this line
   const signal = await new Promise<string>((resolve) => {
     process.once("SIGTERM", () => resolve("SIGTERM"));
