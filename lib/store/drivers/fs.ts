@@ -8,7 +8,7 @@
  * revocation needs no free space, and the audit log (`_fs-audit.ts`), appended to. unstorage's own fs drivers write in place, which is why this one exists.
  * Which directories it trusts, and whose they are, is decided in `_fs-trust.ts`.
  */
-import { randomUUID } from "node:crypto";
+import { randomUUID } from "../../core/_random.ts";
 import * as fs from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { defineDriver, type Driver } from "unstorage";
