@@ -13,11 +13,13 @@ const BODY_LENGTH = 43; // 43 * log2(62) = 256.1 bits
 const CHECK_LENGTH = 6; // 62^6 > 2^32
 const SHAPE = new RegExp(`^${SECRET_PREFIX}[0-9A-Za-z]{${BODY_LENGTH + CHECK_LENGTH}}$`);
 
-const CRC_TABLE = Uint32Array.from({ length: 256 }, (_, n) => {
+// A plain loop: Uint32Array.from over an array-like with a callback took three times as long at start-up.
+const CRC_TABLE = new Uint32Array(256);
+for (let n = 0; n < 256; n++) {
   let c = n;
   for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
-  return c >>> 0;
-});
+  CRC_TABLE[n] = c;
+}
 
 function crc32(text: string): number {
   let crc = 0xffffffff;
