@@ -89,7 +89,7 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
   };
 
   const durable = options.sync !== false;
-  const files = options.blocking ? blockingOps : threadPoolOps;
+  const files = options.blocking ? blockingOps : threadPoolOps();
   /** Removes a file if it is there (fs.rm would load its recursive-removal module for this). */
   const removeFile = (path: string): Promise<void> =>
     files.unlink(path).catch((error) => {
