@@ -4,7 +4,8 @@
  * the checksum lets a server reject a mistyped or forged key without touching the store.
  * Only the SHA-256 of a secret is ever stored.
  */
-import * as nodeCrypto from "node:crypto";
+import { randomBytes } from "./_random.ts";
+import { sha256HexJs } from "./_sha256.ts";
 
 export const SECRET_PREFIX = "sapi_";
 const ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
@@ -12,11 +13,13 @@ const BODY_LENGTH = 43; // 43 * log2(62) = 256.1 bits
 const CHECK_LENGTH = 6; // 62^6 > 2^32
 const SHAPE = new RegExp(`^${SECRET_PREFIX}[0-9A-Za-z]{${BODY_LENGTH + CHECK_LENGTH}}$`);
 
-const CRC_TABLE = Uint32Array.from({ length: 256 }, (_, n) => {
+// A plain loop: Uint32Array.from over an array-like with a callback took three times as long at start-up.
+const CRC_TABLE = new Uint32Array(256);
+for (let n = 0; n < 256; n++) {
   let c = n;
   for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
-  return c >>> 0;
-});
+  CRC_TABLE[n] = c;
+}
 
 function crc32(text: string): number {
   let crc = 0xffffffff;
@@ -34,8 +37,7 @@ function base62(value: number, width: number): string {
 function randomBase62(length: number): string {
   let out = "";
   while (out.length < length) {
-    // node:crypto, which hashing needs anyway; the Web Crypto global would load a second crypto layer.
-    for (const byte of nodeCrypto.randomFillSync(new Uint8Array(length * 2))) {
+    for (const byte of randomBytes(length * 2)) {
       if (byte < 248 && out.length < length) out += ALPHABET[byte % 62];
     }
   }
@@ -84,15 +86,32 @@ export function containsSecret(text: string): boolean {
   return false;
 }
 
-/** `crypto.hash` (Node 20.12+, Deno): one call, no Hash object to build and collect. */
-const oneShotHash = (nodeCrypto as { hash?: typeof nodeCrypto.hash }).hash;
-
 /**
- * SHA-256 of a string, as lowercase hex. node:crypto (which Deno provides too) hashes synchronously:
- * on the service's hot path that is several times cheaper than a round trip through crypto.subtle,
- * and the one-shot `crypto.hash` about twice as cheap again as `createHash` (0.9 vs 2.1 µs here).
+ * SHA-256 of a string, as lowercase hex, for code that hashes once or twice per process (a create:
+ * the name and the secret). Plain JavaScript (./_sha256.ts), so a create does not load node:crypto.
  * @example sha256Hex("abc") // "ba7816bf…"
  */
-export function sha256Hex(text: string): string {
-  return oneShotHash ? oneShotHash("sha256", text, "hex") : nodeCrypto.createHash("sha256").update(text).digest("hex");
+export const sha256Hex: (text: string) => string = sha256HexJs;
+
+let hot: ((text: string) => string) | undefined;
+
+/**
+ * The same digest for code that hashes on every request (the service's verification): node:crypto's
+ * one-shot `crypto.hash` (Node 20.12+, Deno; `createHash` before) is about five times faster than the
+ * JavaScript (0.5 vs 2.5 µs here). node:crypto is loaded on the first call, through
+ * `process.getBuiltinModule` (Node 20.16+, 22.3+) or the CommonJS `require` of the bundled CLI; where
+ * neither exists (an ES module on an older Node 20) the JavaScript serves.
+ */
+export function sha256HexHot(text: string): string {
+  return (hot ??= nodeSha256Hex() ?? sha256HexJs)(text);
+}
+
+function nodeSha256Hex(): ((text: string) => string) | undefined {
+  let nodeCrypto: typeof import("node:crypto") | undefined;
+  try {
+    nodeCrypto = globalThis.process?.getBuiltinModule?.("node:crypto") ?? (typeof require === "function" ? require("node:crypto") : undefined);
+  } catch {}
+  if (!nodeCrypto) return undefined;
+  const { hash, createHash } = nodeCrypto as { hash?: typeof nodeCrypto.hash; createHash: typeof nodeCrypto.createHash };
+  return hash ? (text) => hash("sha256", text, "hex") : (text) => createHash("sha256").update(text).digest("hex");
 }

@@ -2,7 +2,7 @@
  * Creating a key, and replacing one (`overwrite`, with or without a grace period): the record and secret
  * entry first, then the event, then the commit point on the name (see the top of key-store.ts).
  */
-import { randomUUID } from "node:crypto";
+import { randomUUID } from "../core/_random.ts";
 import type { CreatedKey, StoredKey } from "../core/model.ts";
 import { ServiceError } from "../core/errors.ts";
 import { isKeyId } from "../core/input.ts";

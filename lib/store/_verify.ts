@@ -2,8 +2,8 @@
  * `verify` and `refusal`: the store's answer to "which key is this secret?", on every request the
  * service answers. Written without the store's error wrapper, and with a cache (see key-store.ts).
  */
-import { randomUUID } from "node:crypto";
-import { isWellFormedSecret, sha256Hex } from "../core/secret.ts";
+import { randomUUID } from "../core/_random.ts";
+import { isWellFormedSecret, sha256HexHot } from "../core/secret.ts";
 import { createLru } from "../core/_lru.ts";
 import type { Entries } from "./_entries.ts";
 import { publicView } from "./_entries.ts";
@@ -111,7 +111,7 @@ export function createVerifier(options: {
 
   /** `verifyNow` for a secret its caller has already found well formed (the service's handler does, for its message). */
   const verifyFormed: VerifyNow = (secret, since) => {
-    const hash = sha256Hex(secret);
+    const hash = sha256HexHot(secret);
     let revision: string | Promise<string>;
     try {
       // Read the revision before checking, so a revocation during the check is noticed next time.
@@ -132,7 +132,7 @@ export function createVerifier(options: {
     refusal: async (secret: string): Promise<Refusal> => {
       if (!isWellFormedSecret(secret)) return "unknown";
       try {
-        const { until } = await standing(sha256Hex(secret));
+        const { until } = await standing(sha256HexHot(secret));
         return until !== null && now() >= until ? "expired" : "unknown";
       } catch (error) {
         return onError(error);

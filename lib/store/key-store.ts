@@ -64,7 +64,7 @@
 import { createStorage } from "unstorage";
 import type { ApiKeyInfo, StoredKey } from "../core/model.ts";
 import { isServiceError, ServiceError } from "../core/errors.ts";
-import { randomUUID } from "node:crypto";
+import { randomUUID } from "../core/_random.ts";
 import { checkKeyPatch, lookupName } from "./_input.ts";
 import { isKeyId } from "../core/input.ts";
 import { describeSystemError } from "./_system-errors.ts";

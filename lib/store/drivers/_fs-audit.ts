@@ -25,7 +25,7 @@
  *   fix; a file of another user is refused as `_fs-trust.ts` refuses its folders; one of ours that is
  *   looser (or tighter, under a umask like 0277) is made 0600 again on its descriptor when opened.
  */
-import { randomUUID } from "node:crypto";
+import { randomUUID } from "../../core/_random.ts";
 import { constants, type Stats } from "node:fs";
 import { join } from "node:path";
 import { ServiceError } from "../../core/errors.ts";

@@ -30,8 +30,6 @@ export interface FileOps {
   fchmod(fd: number, mode: number): Promise<void>;
 }
 
-const openAsync = promisify(fs.open);
-const closeAsync = promisify(fs.close);
 // From the file's current position (read(2), not pread(2)): a FIFO in place of an entry cannot seek.
 const readOn = (fd: number, buffer: Buffer) =>
   new Promise<number>((done, fail) => fs.read(fd, buffer, 0, buffer.length, null, (error, read) => (error ? fail(error) : done(read))));
@@ -47,38 +45,47 @@ async function readAll(fd: number): Promise<string> {
   }
 }
 
+let threadPool: FileOps | undefined;
+
 /**
- * The callback API, promisified (rather than fs/promises: see bench/NOTES.md, CLI start-up).
+ * The callback API, promisified (rather than fs/promises: see bench/NOTES.md, CLI start-up). Made on
+ * first use: the CLI uses `blockingOps` alone, and reading `fs.opendir` loads node's fs/dir module.
  */
-export const threadPoolOps: FileOps = {
-  open: openAsync,
-  close: closeAsync,
-  fsync: promisify(fs.fsync),
-  writeFile: promisify(fs.writeFile),
-  rename: promisify(fs.rename),
-  rm: promisify(fs.rm),
-  unlink: promisify(fs.unlink),
-  link: promisify(fs.link),
-  readdir: promisify(fs.readdir),
-  opendir: promisify(fs.opendir),
-  // Through a descriptor: numeric open flags are the form every runtime's node:fs takes (Deno's too).
-  readText: async (path, flags) => {
-    const fd = await openAsync(path, flags);
-    try {
-      return await readAll(fd);
-    } finally {
-      await closeAsync(fd);
-    }
-  },
-  write: (fd, data) =>
-    new Promise((done, fail) => fs.write(fd, data, 0, data.length, null, (error, written) => (error ? fail(error) : done(written)))),
-  fstat: promisify(fs.fstat),
-  lstat: promisify(fs.lstat),
-  readFd: readAll,
-  readAt: (fd, buffer, position) =>
-    new Promise((done, fail) => fs.read(fd, buffer, 0, buffer.length, position, (error, read) => (error ? fail(error) : done(read)))),
-  fchmod: promisify(fs.fchmod),
-};
+export const threadPoolOps = (): FileOps => (threadPool ??= makeThreadPoolOps());
+
+function makeThreadPoolOps(): FileOps {
+  const openAsync = promisify(fs.open);
+  const closeAsync = promisify(fs.close);
+  return {
+    open: openAsync,
+    close: closeAsync,
+    fsync: promisify(fs.fsync),
+    writeFile: promisify(fs.writeFile),
+    rename: promisify(fs.rename),
+    rm: promisify(fs.rm),
+    unlink: promisify(fs.unlink),
+    link: promisify(fs.link),
+    readdir: promisify(fs.readdir),
+    opendir: promisify(fs.opendir),
+    // Through a descriptor: numeric open flags are the form every runtime's node:fs takes (Deno's too).
+    readText: async (path, flags) => {
+      const fd = await openAsync(path, flags);
+      try {
+        return await readAll(fd);
+      } finally {
+        await closeAsync(fd);
+      }
+    },
+    write: (fd, data) =>
+      new Promise((done, fail) => fs.write(fd, data, 0, data.length, null, (error, written) => (error ? fail(error) : done(written)))),
+    fstat: promisify(fs.fstat),
+    lstat: promisify(fs.lstat),
+    readFd: readAll,
+    readAt: (fd, buffer, position) =>
+      new Promise((done, fail) => fs.read(fd, buffer, 0, buffer.length, position, (error, read) => (error ? fail(error) : done(read)))),
+    fchmod: promisify(fs.fchmod),
+  };
+}
 
 /**
  * The same operations done on the calling thread, for a process that does one thing and exits (the

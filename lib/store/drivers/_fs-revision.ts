@@ -6,7 +6,7 @@
  * - rewriting the bytes of an existing file needs no new block or inode, so a revocation works on a
  *   full disk.
  */
-import { randomUUID } from "node:crypto";
+import { randomUUID } from "../../core/_random.ts";
 import { closeSync, constants, fstatSync, ftruncateSync, lstatSync, openSync, readSync, writeSync } from "node:fs";
 import type { FileOps } from "./_fs-ops.ts";
 

@@ -8,7 +8,7 @@
  * revocation needs no free space, and the audit log (`_fs-audit.ts`), appended to. unstorage's own fs drivers write in place, which is why this one exists.
  * Which directories it trusts, and whose they are, is decided in `_fs-trust.ts`.
  */
-import { randomUUID } from "node:crypto";
+import { randomUUID } from "../../core/_random.ts";
 import * as fs from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { defineDriver, type Driver } from "unstorage";
@@ -89,7 +89,7 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
   };
 
   const durable = options.sync !== false;
-  const files = options.blocking ? blockingOps : threadPoolOps;
+  const files = options.blocking ? blockingOps : threadPoolOps();
   /** Removes a file if it is there (fs.rm would load its recursive-removal module for this). */
   const removeFile = (path: string): Promise<void> =>
     files.unlink(path).catch((error) => {
