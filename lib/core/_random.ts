@@ -2,23 +2,27 @@
  * Random bytes and v4 UUIDs from the system CSPRNG without node:crypto, which in Node 20 loads the
  * stream modules with it (about 4 ms of a 90 ms create, for a few dozen random bytes).
  *
- * Where the kernel's generator is a character device (/dev/urandom: Linux, macOS, the BSDs) the bytes
- * are read from it: the source OpenSSL, and so node:crypto, seeds from. Elsewhere, or when it cannot be
- * opened or is not a character device (a sandbox, a file put in its place), the Web Crypto
- * `crypto.getRandomValues`, which Node, Deno and browsers provide. Bytes are read into a small pool,
- * each handed out once and zeroed as it is taken.
+ * Where the kernel's generator is a character device the bytes are read from /dev/random without
+ * blocking. On Linux 5.6 and later that is getrandom(2), the call OpenSSL (so node:crypto) uses: it
+ * never blocks once the generator is seeded, and before that it answers EAGAIN instead of unseeded
+ * bytes (which /dev/urandom would give in the first moments after a boot, a cloud-init script making
+ * keys, say). Older kernels answer EAGAIN when their entropy estimate runs low. On macOS and the BSDs it
+ * is the seeded generator. Whenever the device cannot be opened, is not a character device (a sandbox,
+ * a file put in its place), or would block, the Web Crypto `crypto.getRandomValues` (Node, Deno, which
+ * waits for a seeded generator) gives them instead. Bytes are read into a small pool, each handed out
+ * once and zeroed as it is taken.
  */
-import { closeSync, fstatSync, openSync, readSync } from "node:fs";
+import { closeSync, constants, fstatSync, openSync, readSync } from "node:fs";
 
 const POOL_SIZE = 256;
 const pool: Uint8Array<ArrayBuffer> = new Uint8Array(POOL_SIZE);
 let used = POOL_SIZE; // pool[used..] not handed out yet
 
-/** Fills `target` with bytes from the kernel's generator, or returns false when it cannot be read. */
+/** Fills `target` with bytes from the kernel's generator, or returns false when it cannot be read at once. */
 function fromDevice(target: Uint8Array): boolean {
   let fd: number;
   try {
-    fd = openSync("/dev/urandom", "r");
+    fd = openSync("/dev/random", constants.O_RDONLY | constants.O_NONBLOCK);
   } catch {
     return false;
   }
@@ -26,7 +30,7 @@ function fromDevice(target: Uint8Array): boolean {
     if (!fstatSync(fd).isCharacterDevice()) return false;
     for (let at = 0; at < target.length; ) {
       const got = readSync(fd, target, at, target.length - at, null);
-      if (got <= 0) return false;
+      if (got <= 0) return false; // EAGAIN throws: caught below, and getRandomValues fills all of it
       at += got;
     }
     return true;
