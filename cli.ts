@@ -89,8 +89,9 @@ async function main(argv: string[]): Promise<Output> {
   const options = argv.slice(0, argv.includes("--") ? argv.indexOf("--") : argv.length);
   const named = argv[0] !== undefined && Object.keys(COMMANDS).map(nameOf).includes(argv[0]) ? argv[0] : undefined;
   // Help goes to stdout (it is what was asked for) and exits 0, like gh and npm; so does a bare
-  // `service-api` or `service-api apikey`, which could only be a question.
-  const help = options.includes("-h") || options.includes("--help") || argv.length === 0 || (named && argv.length === 1);
+  // `service-api`, `service-api apikey` or `service-api completion`, which could only be a question. A bare
+  // `service-api serve` serves: every one of its settings has a default or an environment variable.
+  const help = options.includes("-h") || options.includes("--help") || argv.length === 0 || (named && named !== "serve" && argv.length === 1);
   // cac matches a command by the first word, so a named command is the only one it can pick.
   const commands = await loadCommands(help ? undefined : named);
   if (help) {

@@ -23,3 +23,20 @@ describe("serve list flags given empty", () => {
     }
   });
 });
+
+describe("a bare `service-api serve`", () => {
+  it.each([["node"], ["deno"]] as const)("serves with its settings from the environment (%s), as the README's `PORT=8080 service-api serve`", async (runtime) => {
+    const store = `${tmp.dir}/bare-${runtime}`;
+    const server = await startServer({
+      store,
+      runtime,
+      argv: ["serve"],
+      env: { PORT: "0", SERVICE_API_STORE: `fs:${store}`, LOG_LEVEL: "warn" },
+    });
+    try {
+      expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
+    } finally {
+      await server.stop();
+    }
+  });
+});

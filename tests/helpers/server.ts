@@ -18,14 +18,16 @@ export interface StartOptions {
   runtime?: "node" | "deno";
   env?: Record<string, string | undefined>;
   args?: string[];
+  /** The whole command line instead of `serve --port 0 --store <store> …args` (the store then comes from `env`). */
+  argv?: string[];
   timeoutMs?: number;
 }
 
 /** Starts a server and waits for its "listening on <url>" line. */
 export function startServer(options: StartOptions): Promise<ServerProcess> {
-  const args = ["serve", "--port", "0", "--store", options.store, ...(options.args ?? [])];
+  const args = options.argv ?? ["serve", "--port", "0", "--store", options.store, ...(options.args ?? [])];
   const child = options.runtime === "deno"
-    ? spawn(join(ROOT, "node_modules/.bin/deno"), ["run", "-A", "cli.ts", ...args], { cwd: ROOT })
+    ? spawn(join(ROOT, "node_modules/.bin/deno"), ["run", "-A", "cli.ts", ...args], { cwd: ROOT, env: { ...process.env, ...options.env } })
     : spawn(process.execPath, [CLI, ...args], { cwd: ROOT, env: { ...process.env, LOG_LEVEL: undefined, NO_COLOR: "1", ...options.env } });
   let stderr = "";
   child.stderr!.setEncoding("utf8").on("data", (d) => (stderr += d));
