@@ -1,7 +1,9 @@
 // The create path's own SHA-256 and random source (lib/core/_sha256.ts, _random.ts), which stand in for
 // node:crypto so that a create does not load it: same digests as node:crypto, UUIDs of the same form.
 import { hash, randomBytes as nodeRandomBytes } from "node:crypto";
+import { spawnSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
+import { CLI, tempDir } from "./helpers/cli.ts";
 import { sha256Hex, sha256HexHot } from "../lib/core/secret.ts";
 import { sha256HexJs } from "../lib/core/_sha256.ts";
 import { randomBytes, randomUUID } from "../lib/core/_random.ts";
@@ -52,5 +54,31 @@ describe("the random source", () => {
     for (const b of randomBytes(100_000)) counts[b]++;
     const total = counts.reduce((a, b) => a + b, 0);
     for (const count of counts) expect(Math.abs(count - total / 256)).toBeLessThan((total / 256) * 0.2);
+  });
+
+  /** Two creates by the built CLI, in a fresh store, with `mount` run first in a private mount namespace. */
+  const createsWith = (mount: string, node: string[] = []) => {
+    const tmp = tempDir();
+    const create = (name: string) =>
+      `${process.execPath} ${node.join(" ")} ${CLI} apikey --create --name ${name} --roles ADMIN --json --store ${tmp.dir}/keys`;
+    const run = spawnSync("unshare", ["--mount", "sh", "-c", `${mount} && ${create("one")} && ${create("two")}`], { encoding: "utf8" });
+    tmp.cleanup();
+    expect(run.status, run.stderr).toBe(0);
+    return run.stdout.trim().split("\n").map((line) => JSON.parse(line) as { key: string; id: string });
+  };
+  const distinct = (made: { key: string; id: string }[]) => {
+    expect(made).toHaveLength(2);
+    expect(made[0].key).not.toBe(made[1].key);
+    expect(made[0].id).not.toBe(made[1].id);
+    for (const { key } of made) expect(key).not.toMatch(/^sapi_0{20}/);
+  };
+
+  it.skipIf(process.getuid?.() !== 0)("trusts only the kernel's generator at /dev/random: /dev/zero mounted over it gives no zero secret (root: mount namespace)", () => {
+    distinct(createsWith("mount --bind /dev/zero /dev/random"));
+    distinct(createsWith("mount --bind /dev/null /dev/random"));
+  });
+
+  it.skipIf(process.getuid?.() !== 0)("without the device and without the Web Crypto global, node:crypto gives the bytes (root: mount namespace)", () => {
+    distinct(createsWith("mount --bind /dev/zero /dev/random", ["--no-experimental-global-webcrypto"]));
   });
 });

@@ -4,7 +4,7 @@
  * the checksum lets a server reject a mistyped or forged key without touching the store.
  * Only the SHA-256 of a secret is ever stored.
  */
-import { randomBytes } from "./_random.ts";
+import { loadNodeCrypto, randomBytes } from "./_random.ts";
 import { sha256HexJs } from "./_sha256.ts";
 
 export const SECRET_PREFIX = "sapi_";
@@ -107,10 +107,7 @@ export function sha256HexHot(text: string): string {
 }
 
 function nodeSha256Hex(): ((text: string) => string) | undefined {
-  let nodeCrypto: typeof import("node:crypto") | undefined;
-  try {
-    nodeCrypto = globalThis.process?.getBuiltinModule?.("node:crypto") ?? (typeof require === "function" ? require("node:crypto") : undefined);
-  } catch {}
+  const nodeCrypto = loadNodeCrypto();
   if (!nodeCrypto) return undefined;
   const { hash, createHash } = nodeCrypto as { hash?: typeof nodeCrypto.hash; createHash: typeof nodeCrypto.createHash };
   return hash ? (text) => hash("sha256", text, "hex") : (text) => createHash("sha256").update(text).digest("hex");
