@@ -11,6 +11,7 @@ import { runInNewContext } from "node:vm";
 import { cliWithStore, ROOT } from "./helpers/cli.ts";
 import { gql, startServer } from "./helpers/server.ts";
 import { createServiceLog, FLUSH_BYTES, FLUSH_MS } from "../lib/http/service-log.ts";
+import { generateSecret } from "../lib/core/secret.ts";
 
 const ME = "{ me { id name } }";
 let env: ReturnType<typeof cliWithStore>;
@@ -149,7 +150,7 @@ describe("createServiceLog", () => {
   it("writes at once when a batch passes FLUSH_BYTES", () => {
     const writes: string[] = [];
     const log = createServiceLog({ env: {}, write: (t) => writes.push(t) });
-    const path = "/" + "p".repeat(999);
+    const path = "/" + "p.".repeat(499) + "p"; // no long run of letters: those are redacted as secret-like
     let lines = 0;
     while (!writes.length) log.request({ method: "GET", path, status: 404, ms: 1, operation: "none" }), lines++;
     expect(writes[0].length).toBeGreaterThanOrEqual(FLUSH_BYTES);
@@ -167,7 +168,7 @@ describe("createServiceLog", () => {
     };
     send("/" + "é".repeat(300)); // 2 bytes each in UTF-8
     send("/\u{1F511}/\ud800/ключ"); // an astral character, a lone surrogate (written as U+FFFD) and Cyrillic
-    send("/" + "x".repeat(40_000)); // longer than a batch: written alone, after what came before
+    send("/" + "x.".repeat(20_000)); // longer than a batch: written alone, after what came before
     send("/after");
     while (writes.length < 3) send("/" + "ü".repeat(999));
     log.flush();
@@ -215,6 +216,31 @@ describe("createServiceLog", () => {
       ${end}`;
     const child = spawnSync(process.execPath, ["--input-type=module", "-e", script], { encoding: "utf8", timeout: 10_000 });
     expect(child.stderr).toContain("GET /healthz 200 0ms\nGET /healthz 200 1ms\nGET /healthz 200 2ms\n");
+  });
+
+  it.each([{}, { LOG_FORMAT: "json" }])("never writes a secret's body from a path, however the path spells it (%o)", (extra) => {
+    const key = generateSecret();
+    const body = key.slice("sapi_".length);
+    const paths = [
+      `/graphql/${key}`,
+      `/sapi%5F${body}`,
+      `/sapi%5f${body}`,
+      `/%73api_${body}`,
+      `/${body}`,
+      `/graphql/${body}.js`,
+      `/x/${body.slice(0, 16)}`, // a part of one
+      `/${body.slice(0, 10)}%4${body.slice(10)}`, // a stray % does not hide the rest
+    ];
+    const writes: string[] = [];
+    const log = createServiceLog({ env: extra, write: (t) => writes.push(t) });
+    for (const path of paths) log.request({ method: "GET", path, status: 404, ms: 1, operation: "none" });
+    log.request({ method: "GET", path: "/explorer.SNEAMU6P.js", status: 200, ms: 1, operation: "none" });
+    log.flush();
+    const text = writes.join("");
+    expect(text.trim().split("\n")).toHaveLength(paths.length + 1);
+    for (let at = 0; at + 12 <= body.length; at++) expect(text).not.toContain(body.slice(at, at + 12));
+    expect(text).toContain("/graphql/sapi_…");
+    expect(text).toContain("/explorer.SNEAMU6P.js"); // the service's own paths are left alone
   });
 
   it("announce() writes at every level but silent", () => {

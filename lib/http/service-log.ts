@@ -19,7 +19,6 @@
  */
 import { Buffer } from "node:buffer";
 import { type LogLevelName, resolveLogLevel } from "../core/log.ts";
-import { redactSecrets } from "../core/secret.ts";
 import type { AuthFailure, RequestEvent, ServiceObserver } from "./types.ts";
 
 type Level = "error" | "warn" | "info" | "debug";
@@ -40,6 +39,15 @@ export const FLUSH_MS = 50;
 export const FLUSH_BYTES = 64 * 1024;
 /** Room in a batch: FLUSH_BYTES and the longest line that may still be added just under it. */
 const BATCH_ROOM = FLUSH_BYTES + 16 * 1024;
+
+/**
+ * A run of SECRET_RUN or more characters of a secret's alphabet in a path, any of them percent-encoded:
+ * a secret's body (49 characters) or a part of one long enough to matter. Replaced by "…" in access lines,
+ * so `/graphql/sapi_<body>` reads `/graphql/sapi_…`. Paths the service answers have no such run; a long
+ * path of percent-encoded text is shortened too, which costs a 404's line some detail and nothing else.
+ */
+const SECRET_RUN = 16;
+const SECRET_LIKE = /(?:[0-9A-Za-z]|%[0-9A-Fa-f]{2}){16,}/g;
 
 /** Logs holding unwritten lines, written by one `exit` listener for all. */
 const pending = new Set<() => void>();
@@ -122,8 +130,9 @@ export function createServiceLog(options: ServiceLogOptions = {}): ServiceLog {
     request(event: RequestEvent) {
       if (rank < RANK.info) return;
       const ms = Math.round(event.ms * 100) / 100;
-      // A key pasted into the URL (`GET /sapi_…`) is not echoed; the test keeps the common case cheap.
-      if (event.path.includes("_")) event = { ...event, path: redactSecrets(event.path) };
+      // A key pasted into the URL (`GET /sapi_…`) is not echoed, nor is its body however it is spelled
+      // (`/sapi%5F…`, `/%73api_…`, the body alone): see SECRET_LIKE. The length test keeps `/graphql` cheap.
+      if (event.path.length >= SECRET_RUN) event = { ...event, path: event.path.replace(SECRET_LIKE, "…") };
       if (json) {
         const key = event.key ? { keyId: event.key.id, keyName: event.key.name } : {};
         return line("info", "request", { method: event.method, path: event.path, status: event.status, ms, ...key });
