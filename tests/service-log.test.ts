@@ -108,6 +108,20 @@ describe("access log", () => {
     expect(lines.filter((l) => /^(GET|POST) |"msg":"request"|stopping|stopped/.test(l))).toEqual([]);
   });
 
+  it("keeps serving when the reader of its stderr goes away (EPIPE)", async () => {
+    const server = await startServer({ store: env.store });
+    try {
+      server.child.stderr!.destroy(); // the log's reader is gone
+      for (let i = 0; i < 6; i++) {
+        expect((await gql(server.url, ME, { key: key.key })).status).toBe(200);
+        await new Promise((r) => setTimeout(r, FLUSH_MS + 20)); // each line's batch is written, and fails
+      }
+      expect(server.child.exitCode).toBeNull();
+    } finally {
+      await server.stop();
+    }
+  });
+
   it.each([{}, { LOG_LEVEL: "debug" }, { LOG_LEVEL: "trace", LOG_FORMAT: "json" }])("never logs a secret (%o)", async (extra) => {
     const log = await logOf(extra);
     expect(log).toMatch(/\/graphql 200|"status":200/);

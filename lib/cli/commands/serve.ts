@@ -87,6 +87,9 @@ export async function runServe(
   // Every line of the service (access, warnings, listening, outage, stopping) goes through one log, so
   // that LOG_FORMAT=json makes all of them JSON and they stay in order.
   const log = createServiceLog({ env, write: (text) => io.log(text.slice(0, -1)) });
+  // A reader of stderr that goes away (a log shipper restarting, `serve 2>&1 | head`) makes the next write
+  // fail with EPIPE, which unhandled would end the service: its lines have nowhere to go, requests still do.
+  process.stderr.on("error", () => {});
   const info = (line: string) => log.line("info", line);
   const store = await openKeyStore(parseStoreSpec(flags.store, env), (line) => log.line("debug", line)).catch((error) => {
     throw withStoreHint(error, flags.store, env);
