@@ -6,14 +6,15 @@
  * value, which parses back to the same strings, in text that shows what it holds.
  */
 
+import { isPrintableAscii } from "../core/_names.ts";
+import { once } from "../core/_once.ts";
+
 /**
  * Control, format, private-use, surrogate and unassigned characters, and the line and paragraph separators.
  * Built on first use: V8 parses the classes when the literal is first evaluated (~0.2 ms of a create), and
- * text of printable ASCII alone (PRINTABLE_ASCII) holds none of them.
+ * text of printable ASCII alone holds none of them.
  */
-let unsafe: RegExp | undefined;
-const UNSAFE = () => (unsafe ??= /[\p{C}\p{Zl}\p{Zp}]/gu);
-const PRINTABLE_ASCII = /^[\x20-\x7e]*$/;
+const UNSAFE = once(() => /[\p{C}\p{Zl}\p{Zp}]/gu);
 
 const escape = (c: string) => {
   let out = "";
@@ -27,5 +28,5 @@ const escape = (c: string) => {
  */
 export function jsonLine(value: unknown): string {
   const json = JSON.stringify(value);
-  return (typeof json === "string" && PRINTABLE_ASCII.test(json) ? json : json.replace(UNSAFE(), escape)) + "\n";
+  return (typeof json === "string" && isPrintableAscii(json) ? json : json.replace(UNSAFE(), escape)) + "\n";
 }

@@ -15,11 +15,12 @@
  *   with a Cyrillic "е" is refused. Digits and other Common characters belong to every script.
  */
 
+import { once } from "./_once.ts";
+
 // The Unicode property patterns are built on first use: V8 parses a pattern's classes when its literal is
 // first evaluated (~0.1 ms each here), and a plain name (isPlainName) never needs them.
-let invisiblePattern: RegExp | undefined, markPattern: RegExp | undefined, neutralPattern: RegExp | undefined;
-const INVISIBLE = () => (invisiblePattern ??= /\p{Default_Ignorable_Code_Point}/u);
-const MARK = () => (markPattern ??= /\p{M}/u);
+const INVISIBLE = once(() => /\p{Default_Ignorable_Code_Point}/u);
+const MARK = once(() => /\p{M}/u);
 /** Marks in a row on one letter: Devanagari needs up to 3 (nukta, vowel sign, anusvara), Tibetan stacks 4. */
 const MAX_MARKS = 4;
 
@@ -36,7 +37,7 @@ const SCRIPT_NAMES = [
 let scripts: { name: string; pattern: RegExp }[] | undefined;
 const scriptPatterns = () =>
   (scripts ??= SCRIPT_NAMES.map((name) => ({ name, pattern: new RegExp(`\\p{Script=${name}}`, "u") })));
-const NEUTRAL = () => (neutralPattern ??= /[\p{Script=Common}\p{Script=Inherited}]/u);
+const NEUTRAL = once(() => /[\p{Script=Common}\p{Script=Inherited}]/u);
 const ALLOWED_MIXES = [
   ["Latin", "Han", "Hiragana", "Katakana"],
   ["Latin", "Han", "Bopomofo"],
@@ -63,6 +64,10 @@ function scriptsOf(word: string): Set<string> {
  */
 export const isPlainName = (name: string): boolean => PLAIN.test(name);
 const PLAIN = /^[A-Za-z0-9 ]+$/;
+
+/** Printable ASCII only (an empty text too): it holds no control, format, bidirectional or invisible character. */
+export const isPrintableAscii = (text: string): boolean => PRINTABLE_ASCII.test(text);
+const PRINTABLE_ASCII = /^[\x20-\x7e]*$/;
 
 const TWO_SPACES = "API key name must not contain two spaces in a row";
 

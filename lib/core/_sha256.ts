@@ -4,7 +4,7 @@
  * the hashing: in Node 20 it loads the stream modules with it, about 4 ms of a 90 ms create. A process
  * that hashes on every request (the service) uses node:crypto instead (`sha256HexHot` in secret.ts).
  * Same digest as `crypto.hash("sha256", text, "hex")` for every string: UTF-8, lone surrogates as
- * U+FFFD (tests/secret.test.ts compares them).
+ * U+FFFD (tests/random-hash.test.ts compares them).
  */
 
 const K = new Int32Array([

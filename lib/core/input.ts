@@ -15,7 +15,8 @@ import {
 } from "./model.ts";
 import { ServiceError } from "./errors.ts";
 import { containsSecret, redactSecrets } from "./secret.ts";
-import { isPlainName, nameLookAlikeProblem } from "./_names.ts";
+import { isPlainName, isPrintableAscii, nameLookAlikeProblem } from "./_names.ts";
+import { once } from "./_once.ts";
 
 export const NAME_MAX = 100;
 const DESCRIPTION_MAX = 1000;
@@ -30,13 +31,11 @@ export const NEED_ROLE_OR_PERMISSION = "Please add at least one role or permissi
 // so would enclosing marks of a script (U+0489 Cyrillic millions sign): those are refused.
 // Built on first use, as the Unicode property patterns below are: V8 parses a pattern's classes when the
 // literal is first evaluated (this one ~0.4-0.8 ms), and a plain ASCII name or description never needs them.
-let nameChars: RegExp | undefined;
-const NAME_CHARS = () =>
-  (nameChars ??= /^(?:[\p{L}\p{N} ]|(?<=[\p{L}\p{M}])(?![\p{Script=Inherited}\p{Script=Common}\p{Me}])\p{M})+$/u);
+const NAME_CHARS = once(() =>
+  /^(?:[\p{L}\p{N} ]|(?<=[\p{L}\p{M}])(?![\p{Script=Inherited}\p{Script=Common}\p{Me}])\p{M})+$/u
+);
 // C0/C1 controls and bidirectional overrides would let a description rewrite the terminal or a log line.
-let unsafeText: RegExp | undefined;
-const UNSAFE_TEXT = () => (unsafeText ??= /[\p{Cc}\u202A-\u202E\u2066-\u2069]/u);
-const PRINTABLE_ASCII = /^[\x20-\x7e]*$/;
+const UNSAFE_TEXT = once(() => /[\p{Cc}\u202A-\u202E\u2066-\u2069]/u);
 
 /**
  * A name to look a key up by: trimmed, NFC-normalized, letters (any script, with their script's
@@ -70,7 +69,7 @@ export const DescriptionSchema: v.GenericSchema<string | undefined, string | und
   v.trim(),
   v.check((s) => [...s].length <= DESCRIPTION_MAX, `Description must be at most ${DESCRIPTION_MAX} characters`),
   // Printable ASCII (an empty description too) holds none of them: the Unicode pattern is not built for it.
-  v.check((s) => PRINTABLE_ASCII.test(s) || !UNSAFE_TEXT().test(s), "Description must not contain control or bidirectional-override characters"),
+  v.check((s) => isPrintableAscii(s) || !UNSAFE_TEXT().test(s), "Description must not contain control or bidirectional-override characters"),
   // Descriptions are stored in clear and listed: a secret pasted here would leak. The checksum makes this exact.
   v.check((s) => !containsSecret(s), "Description must not contain an API key secret (sapi_…): it would be stored in clear"),
   v.transform((s) => s || undefined),

@@ -4,6 +4,7 @@
  * the checksum lets a server reject a mistyped or forged key without touching the store.
  * Only the SHA-256 of a secret is ever stored.
  */
+import { once } from "./_once.ts";
 import { loadNodeCrypto, randomBytes } from "./_random.ts";
 import { sha256HexJs } from "./_sha256.ts";
 
@@ -62,6 +63,21 @@ export function redactSecrets(text: string): string {
   return text.replace(/(sapi_)[0-9a-z]+/gi, "$1…");
 }
 
+/** How many characters of a secret's alphabet in a row a path may hold before `redactSecretsInPath` cuts them. */
+const PATH_RUN = 16;
+const PATH_RUN_PATTERN = new RegExp(`(?:[0-9A-Za-z]|%[0-9A-Fa-f]{2}){${PATH_RUN},}`, "g");
+
+/**
+ * A request path with every run of PATH_RUN or more characters of a secret's alphabet (any of them maybe
+ * percent-encoded) written "…": a secret's body (49 characters) or a part of one long enough to matter,
+ * however the path spells it (`/sapi_…`, `/sapi%5F…`, the body alone). Paths the service answers hold no
+ * such run; a long path of percent-encoded text is shortened too. Short paths are returned as they are.
+ * @example redactSecretsInPath("/graphql/sapi_" + "x".repeat(49)) // "/graphql/sapi_…"
+ */
+export function redactSecretsInPath(path: string): string {
+  return path.length < PATH_RUN ? path : path.replace(PATH_RUN_PATTERN, "…");
+}
+
 /** True when `secret` has the prefix, the length and a matching checksum: cheap, no store access. */
 export function isWellFormedSecret(secret: string): boolean {
   if (typeof secret !== "string" || !SHAPE.test(secret)) return false;
@@ -93,22 +109,19 @@ export function containsSecret(text: string): boolean {
  */
 export const sha256Hex: (text: string) => string = sha256HexJs;
 
-let hot: ((text: string) => string) | undefined;
-
 /**
  * The same digest for code that hashes on every request (the service's verification): node:crypto's
  * one-shot `crypto.hash` (Node 20.12+, Deno; `createHash` before) is about five times faster than the
- * JavaScript (0.5 vs 2.5 µs here). node:crypto is loaded on the first call, through
- * `process.getBuiltinModule` (Node 20.16+, 22.3+) or the CommonJS `require` of the bundled CLI; where
- * neither exists (an ES module on an older Node 20) the JavaScript serves.
+ * JavaScript (0.5 vs 2.5 µs here). node:crypto is loaded on the first call (`loadNodeCrypto`); where it
+ * cannot be, the JavaScript serves.
  */
 export function sha256HexHot(text: string): string {
-  return (hot ??= nodeSha256Hex() ?? sha256HexJs)(text);
+  return hotSha256Hex()(text);
 }
 
-function nodeSha256Hex(): ((text: string) => string) | undefined {
+const hotSha256Hex = once((): ((text: string) => string) => {
   const nodeCrypto = loadNodeCrypto();
-  if (!nodeCrypto) return undefined;
+  if (!nodeCrypto) return sha256HexJs;
   const { hash, createHash } = nodeCrypto as { hash?: typeof nodeCrypto.hash; createHash: typeof nodeCrypto.createHash };
   return hash ? (text) => hash("sha256", text, "hex") : (text) => createHash("sha256").update(text).digest("hex");
-}
+});

@@ -19,6 +19,7 @@
  */
 import { Buffer } from "node:buffer";
 import { type LogLevelName, resolveLogLevel } from "../core/log.ts";
+import { redactSecretsInPath } from "../core/secret.ts";
 import type { AuthFailure, RequestEvent, ServiceObserver } from "./types.ts";
 
 type Level = "error" | "warn" | "info" | "debug";
@@ -39,15 +40,6 @@ export const FLUSH_MS = 50;
 export const FLUSH_BYTES = 64 * 1024;
 /** Room in a batch: FLUSH_BYTES and the longest line that may still be added just under it. */
 const BATCH_ROOM = FLUSH_BYTES + 16 * 1024;
-
-/**
- * A run of SECRET_RUN or more characters of a secret's alphabet in a path, any of them percent-encoded:
- * a secret's body (49 characters) or a part of one long enough to matter. Replaced by "…" in access lines,
- * so `/graphql/sapi_<body>` reads `/graphql/sapi_…`. Paths the service answers have no such run; a long
- * path of percent-encoded text is shortened too, which costs a 404's line some detail and nothing else.
- */
-const SECRET_RUN = 16;
-const SECRET_LIKE = /(?:[0-9A-Za-z]|%[0-9A-Fa-f]{2}){16,}/g;
 
 /** Logs holding unwritten lines, written by one `exit` listener for all. */
 const pending = new Set<() => void>();
@@ -114,25 +106,28 @@ export function createServiceLog(options: ServiceLogOptions = {}): ServiceLog {
   const keyText = new WeakMap<object, string>();
   let lastPath = "";
   let lastEscaped = "";
-  const line = (level: Level, message: string, fields?: Record<string, unknown>, always = false) => {
-    if (RANK[level] > rank && !always) return;
-    if (json) emit(JSON.stringify({ time: new Date().toISOString(), level, msg: message, ...fields }));
-    else emit(level === "info" || level === "debug" ? message : `${level}: ${message}`);
+  const format = (level: Level, message: string, fields?: Record<string, unknown>) => {
+    if (json) return JSON.stringify({ time: new Date().toISOString(), level, msg: message, ...fields });
+    return level === "info" || level === "debug" ? message : `${level}: ${message}`;
+  };
+  const line = (level: Level, message: string, fields?: Record<string, unknown>) => {
+    if (RANK[level] <= rank) emit(format(level, message, fields));
   };
   const warned = new Map<AuthFailure, { at: number; suppressed: number }>();
 
   return {
     line: (level, message) => line(level, message),
     announce: (message) => {
-      if (rank > RANK.silent) line("info", message, undefined, true);
+      if (rank > RANK.silent) emit(format("info", message));
     },
     flush,
     request(event: RequestEvent) {
       if (rank < RANK.info) return;
       const ms = Math.round(event.ms * 100) / 100;
-      // A key pasted into the URL (`GET /sapi_…`) is not echoed, nor is its body however it is spelled
-      // (`/sapi%5F…`, `/%73api_…`, the body alone): see SECRET_LIKE. The length test keeps `/graphql` cheap.
-      if (event.path.length >= SECRET_RUN) event = { ...event, path: event.path.replace(SECRET_LIKE, "…") };
+      // A key pasted into the URL (`GET /sapi_…`) is not echoed, however it is spelled; `/graphql` is too
+      // short to be looked at.
+      const path = redactSecretsInPath(event.path);
+      if (path !== event.path) event = { ...event, path };
       if (json) {
         const key = event.key ? { keyId: event.key.id, keyName: event.key.name } : {};
         return line("info", "request", { method: event.method, path: event.path, status: event.status, ms, ...key });

@@ -4,6 +4,7 @@
  */
 import * as fs from "node:fs";
 import { promisify } from "node:util";
+import { once } from "../../core/_once.ts";
 
 /** The file operations the driver uses, as promises. */
 export interface FileOps {
@@ -45,15 +46,11 @@ async function readAll(fd: number): Promise<string> {
   }
 }
 
-let threadPool: FileOps | undefined;
-
 /**
  * The callback API, promisified (rather than fs/promises: see bench/NOTES.md, CLI start-up). Made on
  * first use: the CLI uses `blockingOps` alone, and reading `fs.opendir` loads node's fs/dir module.
  */
-export const threadPoolOps = (): FileOps => (threadPool ??= makeThreadPoolOps());
-
-function makeThreadPoolOps(): FileOps {
+export const threadPoolOps: () => FileOps = once((): FileOps => {
   const openAsync = promisify(fs.open);
   const closeAsync = promisify(fs.close);
   return {
@@ -85,7 +82,7 @@ function makeThreadPoolOps(): FileOps {
       new Promise((done, fail) => fs.read(fd, buffer, 0, buffer.length, position, (error, read) => (error ? fail(error) : done(read)))),
     fchmod: promisify(fs.fchmod),
   };
-}
+});
 
 /**
  * The same operations done on the calling thread, for a process that does one thing and exits (the
