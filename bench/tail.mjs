@@ -50,7 +50,7 @@ async function start(name, args, { env, portFromStdout = false }) {
 
 const servers = [];
 for (const spec of builds) {
-  const [name, target] = spec.split("=");
+  const name = spec.slice(0, spec.indexOf("=")), target = spec.slice(spec.indexOf("=") + 1);
   const [cli, query = ""] = target.split("?");
   servers.push(await start(name, (port) => [cli, "serve", "--port", String(port), "--store", store], { env: Object.fromEntries(new URLSearchParams(query)) }));
 }

@@ -54,11 +54,21 @@ export function resolveMetricsAllow(flag: string | undefined, env: Env = process
  * `0`, `false`, `no`), else on. Anything else in the variable is a mistake, said at start-up.
  */
 export function resolveLastUse(flag: boolean | undefined, env: Env = process.env): boolean {
-  if (flag === false) return false;
-  const raw = (env.SERVICE_API_LAST_USE ?? "").trim().toLowerCase();
-  if (["", "on", "1", "true", "yes"].includes(raw)) return true;
+  return flag !== false && onOff(env, "SERVICE_API_LAST_USE", true);
+}
+
+/** Whether /metrics includes the GC histogram: `SERVICE_API_METRICS_GC=on`; off by default (see `http/_process-metrics.ts`). */
+export function resolveMetricsGc(env: Env = process.env): boolean {
+  return onOff(env, "SERVICE_API_METRICS_GC", false);
+}
+
+/** An on/off variable (`on`, `1`, `true`, `yes` / `off`, `0`, `false`, `no`, any case); unset or empty is `fallback`. */
+function onOff(env: Env, name: string, fallback: boolean): boolean {
+  const raw = (env[name] ?? "").trim().toLowerCase();
+  if (raw === "") return fallback;
+  if (["on", "1", "true", "yes"].includes(raw)) return true;
   if (["off", "0", "false", "no"].includes(raw)) return false;
-  throw new ServiceError("USAGE", `Invalid SERVICE_API_LAST_USE '${raw}': use on or off`);
+  throw new ServiceError("USAGE", `Invalid ${name} '${raw}': use on or off`);
 }
 
 /**
@@ -75,6 +85,7 @@ export async function runServe(
   const corsOrigins = resolveCorsOrigins(flags.corsOrigin, env);
   const allow = resolveMetricsAllow(flags.metricsAllow, env);
   const recordLastUse = resolveLastUse(flags.lastUse, env);
+  const gcMetrics = resolveMetricsGc(env);
   const [{ serve }, { addressMatcher, createMetrics, createServiceLog, observers }] = await Promise.all([
     import("../../http/serve.ts"),
     import("../../http/ops.ts"),
@@ -94,7 +105,7 @@ export async function runServe(
   const store = await openKeyStore(parseStoreSpec(flags.store, env), (line) => log.line("debug", line)).catch((error) => {
     throw withStoreHint(error, flags.store, env);
   });
-  const metrics = createMetrics({ store, allow });
+  const metrics = createMetrics({ store, allow, gcMetrics });
   sha256HexHot(""); // loads node:crypto for verification now (~4 ms), not during the first request
   let server;
   try {
