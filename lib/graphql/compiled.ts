@@ -55,7 +55,7 @@ export function executeCompiled(args: ExecutionArgs): ExecutionResult | Promise<
   return result.errors ? execute(args) : result;
 }
 
-/** The compiled form of a document's operation, once made (for tests). */
+/** The compiled form of a document's operation, once made (null before, or when graphql-jit declined). */
 export function compiledQueryOf(schema: GraphQLSchema, document: DocumentNode, operationName?: string): CompiledQuery | null {
   return entries.get(schema)?.get(document)?.get(operationName)?.compiled ?? null;
 }

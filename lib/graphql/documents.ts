@@ -62,6 +62,11 @@ export function parseDocument(query: string): DocumentNode {
   return document;
 }
 
+/** The parse cache's document for `query`, or undefined (nothing is parsed). */
+export function cachedDocument(query: string): DocumentNode | undefined {
+  return parsed.get(query);
+}
+
 /** Documents that went into the parse cache (a weak set: they leave with it once unused). */
 const remembered = new WeakSet<DocumentNode>();
 

@@ -9,8 +9,7 @@
  * its `lastUsedAt` (`last-use.ts`): no store write on the request path.
  */
 import { createHandler as createGraphQLHttpHandler } from "graphql-http";
-import { type ExecutionArgs, type getOperationAST as graphqlGetOperationAST, type parse as graphqlParse } from "graphql";
-import type { ApiKeyInfo } from "../core/model.ts";
+import { type ExecutionArgs, type ExecutionResult, type getOperationAST as graphqlGetOperationAST, type parse as graphqlParse } from "graphql";
 import type { VerifiedKey } from "../store/types.ts";
 import { verifyNowOf } from "../store/_verify.ts";
 import { isWellFormedSecret } from "../core/secret.ts";
@@ -18,7 +17,8 @@ import { createSchema, dependsOnKeyOnly, type GraphQLContext, operationOf, parse
 import { ClientGone, variableLimitError } from "../graphql/limits.ts";
 import { executeCompiled } from "../graphql/compiled.ts";
 import { createOutageTracker } from "./outage.ts";
-import { createAnswerCache } from "./answer-cache.ts";
+import { type Computed, createAnswerCache } from "./answer-cache.ts";
+import { handOver, runCompiled, settledResult } from "./compiled-answer.ts";
 import { startLastUse } from "./last-use.ts";
 import {
   createErrorFormatter,
@@ -52,7 +52,8 @@ export { type FetchHandler, type HandlerOptions, MAX_BODY_BYTES, type ServiceHan
  */
 interface RequestState {
   request: ServiceRequest;
-  key: ApiKeyInfo;
+  /** The execution context, made once: a compiled run's result with errors is handed over under it. */
+  context: GraphQLContext;
   body: string;
   /** Set once executed: the operation depends on the caller's key alone. */
   keyOnly: boolean;
@@ -83,6 +84,8 @@ const CONTENT_TYPE: Record<GraphQLMediaType, string> = {
  * runs compiled (`compiled.ts`).
  */
 const boundedExecute = (args: ExecutionArgs) => {
+  const handed = settledResult(args.contextValue as GraphQLContext); // run already (compiled-answer.ts)
+  if (handed) return handed;
   const refused = variableLimitError(args);
   return refused ? { errors: [refused] } : executeCompiled(args);
 };
@@ -115,15 +118,16 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
     return unauthenticated(message);
   };
 
+  const schema = createSchema();
   const graphql = createGraphQLHttpHandler<RequestState, undefined, GraphQLContext>({
-    schema: createSchema(),
+    schema,
     parse: ((source: string | { body: string }) =>
       parseDocument(typeof source === "string" ? source : source.body)) as typeof graphqlParse,
     validate: validateDocument,
     // Remembered per cached document (documents.ts): graphql-http and onOperation both ask.
     getOperationAST: operationOf as typeof graphqlGetOperationAST,
     execute: boundedExecute,
-    context: (req) => ({ key: req.raw.key, store }),
+    context: (req) => req.raw.context,
     parseRequestParams: (req) => {
       const { request, body } = req.raw;
       try {
@@ -218,22 +222,40 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
     if (body === null) return tooLarge(limit);
     return answers.answer(key.validity, request, body, () => {
       trace.computed = true;
-      const state: RequestState = { request, key, body, keyOnly: false, mediaType, trace };
-      return graphql({
-        method: request.method,
-        url: request.url,
-        // graphql-http ignores q-values: it is told the type already chosen.
-        headers: { get: (name) => (name === "accept" ? mediaType : request.headers.get(name)) },
-        body,
-        raw: state,
-        context: undefined,
-      }).then(([text, init]) =>
-        // graphql-http's 405 (a mutation over GET) has no content type and no code.
-        init.status === 405
-          ? { response: mutationOverGet(), keyOnly: false }
-          : { response: { status: init.status, headers: { ...init.headers }, body: text }, keyOnly: state.keyOnly }
-      );
+      const context: GraphQLContext = { key, store };
+      const state: RequestState = { request, context, body, keyOnly: false, mediaType, trace };
+      // A query already compiled skips graphql-http when it ends without errors (compiled-answer.ts).
+      const run = request.method === "POST" ? runCompiled(schema, body, request.headers.get("content-type"), context) : undefined;
+      if (run) {
+        const settle = (result: ExecutionResult): Promise<Computed> | Computed => {
+          if (result.errors) return handOver(context, result), viaGraphqlHttp(state);
+          trace.operation = "query";
+          const response = { status: 200, headers: { "content-type": CONTENT_TYPE[mediaType] }, body: JSON.stringify(result) };
+          return { response, keyOnly: run.keyOnly };
+        };
+        return isPromise(run.result) ? run.result.then(settle) : Promise.resolve(settle(run.result));
+      }
+      return viaGraphqlHttp(state);
     });
+  };
+
+  /** The answer by graphql-http's handler, with our hooks (above). */
+  const viaGraphqlHttp = (state: RequestState): Promise<Computed> => {
+    const { request, mediaType, body } = state;
+    return graphql({
+      method: request.method,
+      url: request.url,
+      // graphql-http ignores q-values: it is told the type already chosen.
+      headers: { get: (name) => (name === "accept" ? mediaType : request.headers.get(name)) },
+      body,
+      raw: state,
+      context: undefined,
+    }).then(([text, init]) =>
+      // graphql-http's 405 (a mutation over GET) has no content type and no code.
+      init.status === 405
+        ? { response: mutationOverGet(), keyOnly: false }
+        : { response: { status: init.status, headers: { ...init.headers }, body: text }, keyOnly: state.keyOnly }
+    );
   };
 
   /** The answer to a failure no one else answered: 503 for the store, 400 for a client gone, else 500. */
