@@ -26,9 +26,9 @@ export interface AnswerCache {
   /**
    * The answer remembered for this request under this validity token, or else `compute()`'s,
    * remembered when it is a 200 that depends on the key alone and is small enough. A remembered answer
-   * is returned as is (no promise: the hit path of a request needs none).
+   * is returned as is, and a computed one without a promise when `compute` gave none.
    */
-  answer(validity: string, request: ServiceRequest, body: string, compute: () => Promise<Computed>): ServiceResponse | Promise<ServiceResponse>;
+  answer(validity: string, request: ServiceRequest, body: string, compute: () => Computed | Promise<Computed>): ServiceResponse | Promise<ServiceResponse>;
 }
 
 /** @example const answers = createAnswerCache(); await answers.answer(key.validity, request, body, run); */
@@ -43,13 +43,16 @@ export function createAnswerCache(limits = ANSWER_CACHE_LIMITS): AnswerCache {
         : undefined;
       const hit = slot === undefined ? undefined : answers.get(slot);
       if (hit) return hit;
-      return compute().then(({ response, keyOnly }) => {
+      const keep = ({ response, keyOnly }: Computed) => {
         if (slot !== undefined && keyOnly && response.status === 200 && (response.body?.length ?? 0) <= limits.maxResponseLength) {
           Object.freeze(response.headers);
           answers.set(slot, Object.freeze(response));
         }
         return response;
-      });
+      };
+      // A compiled query that waited on nothing comes back without a promise (compiled-answer.ts).
+      const computed = compute();
+      return computed instanceof Promise ? computed.then(keep) : keep(computed);
     },
   };
 }

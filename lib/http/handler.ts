@@ -233,7 +233,7 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
           const response = { status: 200, headers: { "content-type": CONTENT_TYPE[mediaType] }, body: JSON.stringify(result) };
           return { response, keyOnly: run.keyOnly };
         };
-        return isPromise(run.result) ? run.result.then(settle) : Promise.resolve(settle(run.result));
+        return isPromise(run.result) ? run.result.then(settle) : settle(run.result);
       }
       return viaGraphqlHttp(state);
     });
