@@ -4,7 +4,7 @@
  * graphql-jit does not compile, and every answer it gives with errors, goes to graphql-js, so that
  * answers are byte-identical to graphql-js's (tests/graphql-compiled.test.ts compares them).
  */
-import { type DocumentNode, execute, type ExecutionArgs, type ExecutionResult, type GraphQLSchema } from "graphql";
+import { BREAK, type DocumentNode, execute, type ExecutionArgs, type ExecutionResult, type GraphQLSchema, visit } from "graphql";
 import { type CompiledQuery, compileQuery, isCompiledQuery } from "graphql-jit";
 import { isRemembered, operationOf } from "./documents.ts";
 
@@ -30,6 +30,7 @@ function compiledFor(args: ExecutionArgs): CompiledQuery | null {
   if (!entry) byName.set(name, entry = { runs: 0 });
   if (entry.compiled !== undefined) return entry.compiled;
   if (++entry.runs < COMPILE_AFTER) return null;
+  if (!jitAnswersAlike(document)) return (entry.compiled = null);
   let compiled: CompiledQuery | null = null;
   try {
     const made = compileQuery(schema, document, name);
@@ -39,6 +40,24 @@ function compiledFor(args: ExecutionArgs): CompiledQuery | null {
   }
   entry.compiled = compiled;
   return compiled;
+}
+
+/**
+ * False for a document graphql-jit (0.8) answers differently from graphql-js without an error to catch
+ * it, which therefore stays on graphql-js:
+ * - any directive (`@skip`, `@include`): a field skipped before another of the same response key moves
+ *   that key to the skipped one's place, and `@include(if: $v)` with `$v` null answers data where
+ *   graphql-js refuses the argument;
+ * - a response key `__proto__` (an alias): set on a plain object, it is dropped or moved.
+ * Each case is in tests/graphql-compiled.test.ts, compared with graphql-js.
+ */
+function jitAnswersAlike(document: DocumentNode): boolean {
+  let alike = true;
+  visit(document, {
+    Directive: () => ((alike = false), BREAK),
+    Field: (field) => (field.alias?.value === "__proto__" ? ((alike = false), BREAK) : undefined),
+  });
+  return alike;
 }
 
 /**
