@@ -19,7 +19,7 @@ export const ENVIRONMENT: readonly [string, string][] = [
   ["SERVICE_API_CORS_ORIGINS", "serve: browser origins allowed to call /graphql, as --cors-origin"],
   ["SERVICE_API_METRICS_ALLOW", "serve: addresses that may read /metrics without a key, as --metrics-allow"],
   ["SERVICE_API_LAST_USE", "serve: off stops recording when keys were last used, as --no-last-use"],
-  ["SERVICE_API_METRICS_GC", "serve: on adds nodejs_gc_duration_seconds to /metrics (off: it costs p99)"],
+  ["SERVICE_API_METRICS_GC", "serve: on adds the GC histogram to /metrics (default off, as it costs p99 latency)"],
   ["NO_COLOR", "Prompts without colours"],
 ];
 
