@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CLI, ROOT, type RunResult, runCli, tempDir } from "./helpers/cli.ts";
 import { type ServerProcess, startServer } from "./helpers/server.ts";
 import { ACTIONS, RESOURCES, ROLES } from "../lib/core/model.ts";
+import { openKeyStore, parseStoreSpec } from "../lib/store/config.ts";
 
 const tmp = tempDir();
 afterAll(() => tmp.cleanup());
@@ -15,7 +16,7 @@ let stores = 0;
 /** A CLI bound to a fresh fs store. */
 function fresh() {
   const store = join(tmp.dir, `keys-${++stores}`);
-  return (...args: string[]) => runCli(["apikey", ...args, "--store", store]);
+  return Object.assign((...args: string[]) => runCli(["apikey", ...args, "--store", store]), { store });
 }
 const json = (r: RunResult) => JSON.parse(r.stdout);
 const names = async (cli: ReturnType<typeof fresh>) => json(await cli("--list", "--json")).keys.map((k: { name: string }) => k.name);
@@ -123,11 +124,33 @@ describe("secrets to files", () => {
     expect(existsSync(join(tmp.dir, "elsewhere.key"))).toBe(false);
   });
 
-  it("a file that cannot be written undoes the create (exit 1)", async () => {
+  it("a folder the file cannot be made in is refused before anything is created or replaced (exit 2)", async () => {
     const cli = fresh();
-    const result = await cli("--create", "--name", "lost", "-r", "GUEST", "--output", join(tmp.dir, "no-such-dir", "k"));
-    expect(result.code).toBe(1);
-    expect(result.stderr).toMatch(/Could not write the new key's secret to .*no-such-dir.* \(ENOENT\)\. The key was deleted again/);
+    const kept = await cli("--create", "--name", "kept", "-r", "GUEST", "--json");
+    const before = json(kept).key;
+    writeFileSync(join(tmp.dir, "plain-file"), "");
+    const targets = [join(tmp.dir, "no-such-dir", "k"), join(tmp.dir, "plain-file", "k")];
+    for (const target of targets) {
+      for (const args of [["--name", "new"], ["--name", "kept", "--overwrite"]]) {
+        const result = await cli("--create", ...args, "-r", "GUEST", "--output", target);
+        expect(result.code, `${target} ${args}`).toBe(2);
+        expect(result.stderr.trim().split("\n")).toHaveLength(1);
+        expect(result.stderr).toMatch(/^Error: --output .*: (cannot create a file in .* \(no such folder\)|a part of the path is not a folder)/);
+      }
+    }
+    expect(await names(cli)).toEqual(["kept"]);
+    // The key --overwrite would have replaced still works: its secret is the one printed first.
+    const store = await openKeyStore(parseStoreSpec(cli.store), () => {});
+    expect((await store.verify(before))?.name).toBe("kept");
+    await store.close?.();
+  });
+
+  it.skipIf(process.platform !== "linux")("a file the check cannot foresee failing undoes the create (exit 1)", async () => {
+    const cli = fresh();
+    // /proc passes the folder check as root but takes no new file: only the write tells.
+    const result = await cli("--create", "--name", "lost", "-r", "GUEST", "--output", "/proc/service-api-test.key");
+    expect([1, 2]).toContain(result.code);
+    if (result.code === 1) expect(result.stderr).toMatch(/Could not write the new key's secret to \/proc\/service-api-test\.key \(ENOENT\)\. The key was deleted again/);
     expect(await names(cli)).toEqual([]);
   });
 

@@ -5,17 +5,49 @@
  * text goes to a new 0600 temporary file beside it that is then renamed over the old one, so readers
  * see the old file or the new one, never a partial or loose one.
  */
-import { closeSync, constants, existsSync, fchmodSync, fsyncSync, lstatSync, openSync, renameSync, rmSync, writeSync } from "node:fs";
+import { accessSync, closeSync, constants, existsSync, fchmodSync, fsyncSync, lstatSync, openSync, renameSync, rmSync, writeSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { ServiceError } from "../core/errors.ts";
 
 const CREATE_NEW = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0);
 
-/** Refuses, before anything is created, a target that exists when `--force` was not given. */
+/**
+ * Refuses, before anything is created (or, with `--overwrite`, replaced): a target that exists when
+ * `--force` was not given, a directory, and a folder the file cannot be made in (missing, not a folder,
+ * not writable by this user, read-only). What only the write can tell (a full disk) still undoes the
+ * create afterwards (`deliver`).
+ */
 export function checkOutputTarget(path: string, force: boolean): void {
-  const stat = lstatSync(path, { throwIfNoEntry: false });
+  const refuse = (why: string) => new ServiceError("USAGE", `--output ${path}: ${why}`);
+  let stat;
+  try {
+    stat = lstatSync(path, { throwIfNoEntry: false });
+  } catch (error) {
+    throw refuse(reasonOf(error)); // a folder on the way that cannot be searched, or is a file
+  }
   if (stat?.isDirectory()) throw new ServiceError("USAGE", `--output ${path} is a directory: name a file`);
   if (stat && !force) throw new ServiceError("USAGE", `--output ${path} already exists: pass --force to replace it, or choose a new file`);
+  const folder = dirname(path);
+  try {
+    accessSync(folder, constants.W_OK | constants.X_OK);
+  } catch (error) {
+    throw refuse(`cannot create a file in ${folder} (${reasonOf(error)})`);
+  }
+}
+
+/** A file system error as the user can act on it. */
+function reasonOf(error: unknown): string {
+  const code = (error as NodeJS.ErrnoException).code;
+  const reasons: Record<string, string> = {
+    ENOENT: "no such folder",
+    ENOTDIR: "a part of the path is not a folder",
+    EACCES: "permission denied",
+    EPERM: "permission denied",
+    EROFS: "read-only file system",
+    ENAMETOOLONG: "name too long",
+    ELOOP: "too many symbolic links",
+  };
+  return reasons[code ?? ""] ?? code ?? String(error);
 }
 
 function writeNew(path: string, text: string): void {
