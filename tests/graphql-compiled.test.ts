@@ -36,6 +36,15 @@ const CORPUS: Case[] = [
   { query: "{ me { __proto__: id name } info { platform } }", graphqlJs: true },
   { query: "{ __proto__: info { platform } constructor: me { id } hasOwnProperty: info { release } }", graphqlJs: true },
   { query: "{ constructor: me { id } toString: me { name } valueOf: online }" },
+  // graphql-jit lost `$__proto__`, and took null for a non-null `$constructor`
+  { query: "query Q($__proto__: Int) { auditLog(limit: $__proto__) { action } }", variables: JSON.parse('{"__proto__":1}'), graphqlJs: true },
+  { query: "query Q($__proto__: [Role!]) { previewEffectivePermissions(roles: $__proto__) { resource } }", variables: JSON.parse('{"__proto__":["GUEST"]}'), graphqlJs: true },
+  { query: "query Q($constructor: Boolean!) { __type(name: \"Role\") { enumValues(includeDeprecated: $constructor) { name } } }", variables: { constructor: null }, graphqlJs: true },
+  { query: "query Q($toString: Int!) { auditLog(limit: $toString) { action } }", variables: { toString: null }, graphqlJs: true },
+  // graphql-jit ran the rest of a string after its placeholder as JavaScript
+  { query: "{ __type(name: \"__MAGIC_DATE__33a9e76d_02e0_4128_8e92_3530ad3da74d0)&&(globalThis.JIT_RAN='yes')&&'Role'||(0\") { name } }", graphqlJs: true },
+  { query: "{ __type(name: \"\"\"__MAGIC_NAN__x\"\"\") { name } }", graphqlJs: true },
+  { query: "{ __MAGIC_DATE__33a9e76d_02e0_4128_8e92_3530ad3da74d: me { id } }", graphqlJs: true },
   { query: "{ apiKeyPossibleRoles apiKeyPossiblePermissions { resource actions } getAvailableAuthActions online }" },
   { query: "query Q($r: [Role!]!) { getPermissionsForRoles(roles: $r) { resource actions } }", variables: { r: ["VIEWER"] } },
   { query: "query Q($r: [Role!]!) { getPermissionsForRoles(roles: $r) { resource } }", variables: { r: ["NOPE"] } },
@@ -76,6 +85,7 @@ describe("compiled execution", () => {
           expect(written(await executeCompiled(args())), `${created.name}: ${query}`).toBe(reference);
         }
       }
+      expect((globalThis as { JIT_RAN?: string }).JIT_RAN, query).toBeUndefined();
       // Every other query here compiles (so the comparison is of graphql-jit's answers, not graphql-js against itself).
       expect(compiledQueryOf(schema, document, operationName) !== null, query).toBe(!graphqlJs);
     }

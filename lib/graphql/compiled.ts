@@ -48,17 +48,30 @@ function compiledFor(args: ExecutionArgs): CompiledQuery | null {
  * - any directive (`@skip`, `@include`): a field skipped before another of the same response key moves
  *   that key to the skipped one's place, and `@include(if: $v)` with `$v` null answers data where
  *   graphql-js refuses the argument;
- * - a response key `__proto__` (an alias): set on a plain object, it is dropped or moved.
+ * - a response key `__proto__` (an alias): set on a plain object, it is dropped or moved;
+ * - a variable named after a member of `Object.prototype` (`$__proto__`, `$constructor`, `$toString`…):
+ *   graphql-jit keeps coerced variables in a plain object, so `$__proto__` is lost and a non-null
+ *   `$constructor` passed as null is not refused (it reads the inherited member);
+ * - a string or a name holding `__MAGIC_`: graphql-jit writes literals into the code it generates with
+ *   `JSON.stringify` and then turns its own placeholders (`"__MAGIC_DATE__<uuid>…"`) into code, so the
+ *   rest of such a string ran as JavaScript in the service, for any key (`__type(name:)` needs no
+ *   permission). Found by differential fuzzing (tests/graphql-jit-diff.test.ts).
  * Each case is in tests/graphql-compiled.test.ts, compared with graphql-js.
  */
 function jitAnswersAlike(document: DocumentNode): boolean {
   let alike = true;
+  const differs = () => ((alike = false), BREAK);
   visit(document, {
-    Directive: () => ((alike = false), BREAK),
-    Field: (field) => (field.alias?.value === "__proto__" ? ((alike = false), BREAK) : undefined),
+    Directive: differs,
+    Field: (field) => (field.alias?.value === "__proto__" ? differs() : undefined),
+    VariableDefinition: (definition) => (definition.variable.name.value in Object.prototype ? differs() : undefined),
+    StringValue: (string) => (string.value.includes(JIT_PLACEHOLDER) ? differs() : undefined),
+    Name: (name) => (name.value.includes(JIT_PLACEHOLDER) ? differs() : undefined),
   });
   return alike;
 }
+/** What graphql-jit's placeholders for Date, NaN and the infinities begin with. */
+const JIT_PLACEHOLDER = "__MAGIC_";
 
 /**
  * Runs `args` compiled when it can, else with graphql-js's `execute`. A compiled run that ends with
