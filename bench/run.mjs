@@ -121,29 +121,40 @@ async function service() {
     nouse: { start: () => startService(small, { env: { LOG_LEVEL: "", SERVICE_API_LAST_USE: "off" } }), secret: key.key },
     big: { start: () => startService(big, { env: { LOG_LEVEL: "" } }), secret: bigKey.key, only: "me" },
   };
-  for (const s of Object.values(servers)) Object.assign(s, await s.start());
-  await sameAnswers(servers.service, servers.mercurius, key.key);
-  await sameAnswers(servers.service, servers.warn, key.key);
-  await sameAnswers(servers.service, servers.nouse, key.key);
+  const running = async (names, use) => {
+    const started = await Promise.all(names.map((name) => servers[name].start()));
+    try {
+      return await use(Object.fromEntries(names.map((name, i) => [name, { ...servers[name], ...started[i] }])));
+    } finally {
+      await Promise.all(started.map((s) => s.stop()));
+    }
+  };
+  await running(["service", "mercurius", "warn", "nouse"], async (s) => {
+    await sameAnswers(s.service, s.mercurius, key.key);
+    await sameAnswers(s.service, s.warn, key.key);
+    await sameAnswers(s.service, s.nouse, key.key);
+  });
 
   const loadOn = (s, q, duration) =>
     load({ url: `${s.url}/graphql`, headers: auth(s.secret), body: body(q), connections: P.connections, duration, pid: s.pid });
-  // Warm-up of every server on every query it will get (JIT, caches, graphql-jit's compilation).
-  for (const q of Object.keys(QUERIES)) for (const s of Object.values(servers)) if (!s.only || s.only === q) await loadOn(s, q, 1);
   const r = {};
   const names = Object.keys(servers);
   for (let round = 0; round < P.serviceRounds; round++) {
     // Interleaved, and rotated each round so that no server always runs first or right after another.
+    // Each server is a new process every round: two processes of one build can differ by 10-15% in CPU
+    // per request for their whole life (the same build read 37 and 43 µs in one run), which medians over
+    // rounds of one process cannot even out (bench/NOTES.md, "Fifth round").
     const order = names.map((_, i) => names[(i + round) % names.length]);
-    for (const q of Object.keys(QUERIES)) {
-      for (const name of order) {
-        if (servers[name].only && servers[name].only !== q) continue;
-        ((r[q] ??= {})[name] ??= []).push(await loadOn(servers[name], q, P.duration));
-      }
+    for (const name of order) {
+      await running([name], async ({ [name]: server }) => {
+        const queries = Object.keys(QUERIES).filter((q) => !server.only || server.only === q);
+        // Warm-up on every query it will get (JIT, caches, graphql-jit's compilation), then the rounds.
+        for (const q of queries) await loadOn(server, q, 1);
+        for (const q of queries) ((r[q] ??= {})[name] ??= []).push(await loadOn(server, q, P.duration));
+      });
     }
     console.error(`  round ${round + 1}/${P.serviceRounds} done (load ${loadavg()[0].toFixed(2)})`);
   }
-  await Promise.all(Object.values(servers).map((s) => s.stop()));
 
   const of = (q, name, m) => r[q][name].map((x) => x[m]);
   const rps = (q, name) => spread(of(q, name, "rps"), 0, "/s");
@@ -204,7 +215,7 @@ if (args.has("--write")) {
 
 Made by \`npm run bench -- --write\` on ${new Date().toISOString().slice(0, 10)} (node ${process.version}, 2 cores, ${machine}).
 Each ratio compares two things measured alternately in the same run: medians of ${P.cliRounds} rounds (order swapped each round) for the
-CLI start-up, of ${P.rounds} for the key-count rows; for the service, ${P.serviceRounds} interleaved rounds (service, Mercurius, bare, ... rotated each round) of
+CLI start-up, of ${P.rounds} for the key-count rows; for the service, ${P.serviceRounds} interleaved rounds (service, Mercurius, bare, ... rotated each round; every server a new process each round, warmed up for 1 s per query) of
 ${P.duration} s of autocannon with ${P.connections} connections per server and query, each server in its own
 process${hasTaskset ? " on CPU 1 and autocannon in another on CPU 0 (taskset)" : " (not pinned: no taskset)"}. A and B read
 "median (min–max over the rounds)"; the ratio is of the medians. CPU per request is the server process's
