@@ -69,7 +69,7 @@ describe("a new key's secret that cannot be delivered", () => {
     expect(run.code).toBe(1);
     expect(run.stderr.trim().split("\n")).toHaveLength(1);
     const id = /\(id ([0-9a-f-]{36})\)/.exec(run.stderr)?.[1];
-    expect(run.stderr).toMatch(/Key 'ci' \(id [0-9a-f-]+\) is stored, replacing any earlier key of that name \(which no longer works\), but its secret is lost/);
+    expect(run.stderr).toMatch(/Key 'ci' \(id [0-9a-f-]+\) is stored, replacing the earlier key of that name \(which no longer works\), but its secret is lost/);
     expect(run.stderr).toContain("--delete --name 'ci'");
     expect((await listed()).map((k) => k.id)).toEqual([id]);
     const keys = await openKeyStore(parseStoreSpec(store));
@@ -77,6 +77,25 @@ describe("a new key's secret that cannot be delivered", () => {
     await keys.close();
     // Doing what the message says works.
     expect((await runCli(["apikey", "--create", "--name", "ci", "--roles", "GUEST", "--overwrite", "--store", store])).code).toBe(0);
+  });
+
+  it("--overwrite --grace with stdout on /dev/full: the message says the old key works until the grace ends, and it does", async () => {
+    const old = await runCli(["apikey", "--create", "--name", "graced", "--roles", "GUEST", "--json", "--store", store]);
+    const { key: oldSecret } = JSON.parse(old.stdout);
+    const run = await runBroken("full", ["apikey", "--create", "--name", "graced", "--roles", "GUEST", "--overwrite", "--grace", "10m", "--store", store]);
+    expect(run.code).toBe(1);
+    expect(run.stderr.trim().split("\n")).toHaveLength(1);
+    expect(run.stderr).toMatch(/replacing the earlier key of that name \(which keeps working until \d{4}-\d\d-\d\dT[\d:.]+Z\), but its secret is lost/);
+    const keys = await openKeyStore(parseStoreSpec(store));
+    expect((await keys.verify(oldSecret))?.name).toBe("graced");
+    await keys.close();
+  });
+
+  it("--overwrite of a name no key holds, with stdout on /dev/full: undone like a plain create", async () => {
+    const run = await runBroken("full", ["apikey", "--create", "--name", "nobody here", "--roles", "GUEST", "--overwrite", "--store", store]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain("The key was deleted again, so nothing changed");
+    expect((await listed()).map((k) => k.name)).not.toContain("nobody here");
   });
 
   it("in remote mode (--url) too: a create that cannot print its secret is deleted again on the server", async () => {

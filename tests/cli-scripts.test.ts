@@ -1,8 +1,8 @@
 // The CLI as scripts and published Unraid scripts use it (issue 15): short flags, idempotent create and
 // delete, exit statuses that tell a broken environment apart, secrets to files and dotenv, changing a
 // key without rotating it, flags that do not apply, typos, help, and a list read by `head`.
-import { spawn, spawnSync } from "node:child_process";
-import { existsSync, lstatSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { execFileSync, spawn, spawnSync } from "node:child_process";
+import { existsSync, lstatSync, mkdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CLI, ROOT, type RunResult, runCli, tempDir } from "./helpers/cli.ts";
@@ -129,13 +129,13 @@ describe("secrets to files", () => {
     const kept = await cli("--create", "--name", "kept", "-r", "GUEST", "--json");
     const before = json(kept).key;
     writeFileSync(join(tmp.dir, "plain-file"), "");
-    const targets = [join(tmp.dir, "no-such-dir", "k"), join(tmp.dir, "plain-file", "k")];
+    const targets = [join(tmp.dir, "no-such-dir", "k"), join(tmp.dir, "plain-file", "k"), join(tmp.dir, "no-such-dir") + "/", ""];
     for (const target of targets) {
       for (const args of [["--name", "new"], ["--name", "kept", "--overwrite"]]) {
         const result = await cli("--create", ...args, "-r", "GUEST", "--output", target);
         expect(result.code, `${target} ${args}`).toBe(2);
         expect(result.stderr.trim().split("\n")).toHaveLength(1);
-        expect(result.stderr).toMatch(/^Error: --output .*: (cannot create a file in .* \(no such folder\)|a part of the path is not a folder)/);
+        expect(result.stderr).toMatch(/^Error: --output .*: (cannot create a file in .* \(no such folder\)|a part of the path is not a folder|name a file, not a folder)/);
       }
     }
     expect(await names(cli)).toEqual(["kept"]);
@@ -143,6 +143,60 @@ describe("secrets to files", () => {
     const store = await openKeyStore(parseStoreSpec(cli.store), () => {});
     expect((await store.verify(before))?.name).toBe("kept");
     await store.close?.();
+  });
+
+  it("--if-not-exists --output can run twice: the second run finds the key and leaves the file alone", async () => {
+    const cli = fresh();
+    const file = join(tmp.dir, "twice.key");
+    const first = await cli("--create", "--name", "twice", "-r", "VIEWER", "--if-not-exists", "--output", file);
+    expect(first.code).toBe(0);
+    const secret = readFileSync(file, "utf8");
+    const second = await cli("--create", "--name", "twice", "-r", "VIEWER", "--if-not-exists", "--output", file, "--json");
+    expect(second.code).toBe(0);
+    expect(json(second)).toMatchObject({ name: "twice", created: false });
+    expect(readFileSync(file, "utf8")).toBe(secret);
+  });
+
+  it("--force with a long file name: the temporary file beside it has a name of its own length", async () => {
+    const cli = fresh();
+    const file = join(tmp.dir, "k".repeat(250));
+    writeFileSync(file, "old\n");
+    const result = await cli("--create", "--name", "long", "-r", "GUEST", "--output", file, "--force");
+    expect(result.code).toBe(0);
+    expect(readFileSync(file, "utf8")).toMatch(/^sapi_/);
+  });
+
+  it("a path holding a newline is shown escaped: the message stays one line", async () => {
+    const cli = fresh();
+    const result = await cli("--create", "--name", "nl", "-r", "GUEST", "--output", join(tmp.dir, "no\nsuch", "k"));
+    expect(result.code).toBe(2);
+    expect(result.stderr.trim().split("\n")).toHaveLength(1);
+    expect(result.stderr).toContain("no\\nsuch");
+  });
+
+  it.skipIf(process.getuid?.() !== 0)("--output on a full disk: the create is undone and no empty file is left, so a retry works (root: tmpfs)", async () => {
+    const cli = fresh();
+    const disk = join(tmp.dir, "full-disk");
+    mkdirSync(disk);
+    execFileSync("mount", ["-t", "tmpfs", "-o", "size=64k", "tmpfs", disk]);
+    try {
+      try {
+        execFileSync("dd", ["if=/dev/zero", `of=${join(disk, "filler")}`, "bs=4k"], { stdio: "ignore" });
+      } catch {
+        // dd stops with an error once the disk is full: that is the point
+      }
+      const target = join(disk, "k");
+      const result = await cli("--create", "--name", "full", "-r", "GUEST", "--output", target);
+      expect(result.code).toBe(1);
+      expect(result.stderr).toMatch(/\(ENOSPC\)\. The key was deleted again, so nothing changed/);
+      expect(existsSync(target)).toBe(false);
+      expect(await names(cli)).toEqual([]);
+      rmSync(join(disk, "filler"));
+      expect((await cli("--create", "--name", "full", "-r", "GUEST", "--output", target)).code).toBe(0);
+      expect(readFileSync(target, "utf8")).toMatch(/^sapi_/);
+    } finally {
+      execFileSync("umount", [disk]);
+    }
   });
 
   it.skipIf(process.platform !== "linux")("a file the check cannot foresee failing undoes the create (exit 1)", async () => {

@@ -13,8 +13,11 @@ export interface Output {
   stdout?: string;
   notice?: string;
   exitCode: number;
-  /** Set when stdout carries a new key's secret, its only copy: see `undeliveredCreate`. */
-  created?: { id: string; name: string; overwrite: boolean };
+  /**
+   * Set when stdout carries a new key's secret, its only copy: see `undeliveredCreate`. `replaced`: a key
+   * of that name was there and is replaced (it keeps working until `graceUntil` when given).
+   */
+  created?: { id: string; name: string; replaced: boolean; graceUntil?: string };
   /** A reader that stops early (`--list | head -1`) is no failure: the data was only for reading. */
   readerMayLeave?: boolean;
 }

@@ -60,8 +60,9 @@ export async function deliver(
 
 /**
  * What to do and say when a new key's secret could not be written (a full disk, a closed pipe): the
- * output was its only copy. A plain create is undone, by id and only while the name still holds that
- * key; an overwrite cannot be undone (the key it replaced is gone), so the message says what is left.
+ * output was its only copy. A create that replaced nothing is undone, by id and only while the name still
+ * holds that key; one that replaced a key cannot be undone (that key is gone, or going at the end of its
+ * grace period), so the message says what is left.
  * Returns the one-line message.
  */
 export async function undeliveredCreate(
@@ -73,8 +74,9 @@ export async function undeliveredCreate(
   const { id, name } = created;
   const lost = `Error: Could not write the new key's secret to ${where} (${reason}).`;
   const fix = `Delete it (service-api apikey --delete --name '${name}') or overwrite it again.`;
-  if (created.overwrite) {
-    return `${lost} Key '${name}' (id ${id}) is stored, replacing any earlier key of that name (which no longer works), but its secret is lost. ${fix}`;
+  if (created.replaced) {
+    const old = created.graceUntil ? `which keeps working until ${created.graceUntil}` : "which no longer works";
+    return `${lost} Key '${name}' (id ${id}) is stored, replacing the earlier key of that name (${old}), but its secret is lost. ${fix}`;
   }
   try {
     if (await store.deleteById(id)) return `${lost} The key was deleted again, so nothing changed: create it again.`;

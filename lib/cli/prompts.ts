@@ -179,7 +179,7 @@ export async function interactiveCreate(
     { overwrite, ...(graceFrom !== undefined ? { graceMs } : {}) },
   );
   const graceUntil = graceFrom !== undefined ? new Date(graceFrom + graceMs!).toISOString() : undefined;
-  return { ...formatCreated(created, Boolean(flags.json), replace, graceUntil), created: { id: created.id, name: created.name, overwrite } };
+  return { ...formatCreated(created, Boolean(flags.json), replace, graceUntil), created: { id: created.id, name: created.name, replaced: replace, graceUntil } };
 }
 
 

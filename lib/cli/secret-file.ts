@@ -5,8 +5,8 @@
  * text goes to a new 0600 temporary file beside it that is then renamed over the old one, so readers
  * see the old file or the new one, never a partial or loose one.
  */
-import { accessSync, closeSync, constants, existsSync, fchmodSync, fsyncSync, lstatSync, openSync, renameSync, rmSync, writeSync } from "node:fs";
-import { basename, dirname, join } from "node:path";
+import { accessSync, closeSync, constants, existsSync, fchmodSync, fsyncSync, lstatSync, openSync, renameSync, rmSync, statSync, writeSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { ServiceError } from "../core/errors.ts";
 
 const CREATE_NEW = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0);
@@ -18,22 +18,33 @@ const CREATE_NEW = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (
  * create afterwards (`deliver`).
  */
 export function checkOutputTarget(path: string, force: boolean): void {
-  const refuse = (why: string) => new ServiceError("USAGE", `--output ${path}: ${why}`);
+  const refuse = (why: string) => new ServiceError("USAGE", `--output ${shown(path)}: ${why}`);
+  if (path === "" || path.endsWith("/")) throw refuse("name a file, not a folder");
   let stat;
   try {
     stat = lstatSync(path, { throwIfNoEntry: false });
   } catch (error) {
     throw refuse(reasonOf(error)); // a folder on the way that cannot be searched, or is a file
   }
-  if (stat?.isDirectory()) throw new ServiceError("USAGE", `--output ${path} is a directory: name a file`);
-  if (stat && !force) throw new ServiceError("USAGE", `--output ${path} already exists: pass --force to replace it, or choose a new file`);
+  if (stat?.isDirectory()) throw new ServiceError("USAGE", `--output ${shown(path)} is a directory: name a file`);
+  if (stat && !force) throw new ServiceError("USAGE", `--output ${shown(path)} already exists: pass --force to replace it, or choose a new file`);
   const folder = dirname(path);
+  let folderStat;
   try {
     accessSync(folder, constants.W_OK | constants.X_OK);
+    folderStat = statSync(folder);
   } catch (error) {
-    throw refuse(`cannot create a file in ${folder} (${reasonOf(error)})`);
+    throw refuse(`cannot create a file in ${shown(folder)} (${reasonOf(error)})`);
+  }
+  // In a sticky folder (/tmp) only the owner of a file, or of the folder, may rename over it.
+  const uid = process.getuid?.();
+  if (stat && uid !== undefined && uid !== 0 && (folderStat.mode & 0o1000) !== 0 && stat.uid !== uid && folderStat.uid !== uid) {
+    throw refuse(`it belongs to another user in a sticky folder (${shown(folder)}), so it cannot be replaced`);
   }
 }
+
+/** A path for a one-line message: control characters (a newline, an escape) as JSON escapes. */
+const shown = (path: string) => (/[\x00-\x1f\x7f]/.test(path) ? JSON.stringify(path) : path);
 
 /** A file system error as the user can act on it. */
 function reasonOf(error: unknown): string {
@@ -50,15 +61,19 @@ function reasonOf(error: unknown): string {
   return reasons[code ?? ""] ?? code ?? String(error);
 }
 
+/** Makes `path` with `text`; a file this made and could not fill (a full disk) is removed again. */
 function writeNew(path: string, text: string): void {
   const fd = openSync(path, CREATE_NEW, 0o600);
+  let written = false;
   try {
     fchmodSync(fd, 0o600); // the umask can only take bits away; this makes sure of the rest
     const bytes = new TextEncoder().encode(text);
     for (let at = 0; at < bytes.length;) at += writeSync(fd, bytes, at);
     fsyncSync(fd);
+    written = true;
   } finally {
     closeSync(fd);
+    if (!written) rmSync(path, { force: true });
   }
 }
 
@@ -72,7 +87,8 @@ export function writeSecretFile(path: string, text: string, force: boolean): str
       writeNew(path, text);
       return;
     }
-    const temp = join(dirname(path), `.${basename(path)}.${crypto.randomUUID().slice(0, 8)}.tmp`);
+    // A name of fixed length: one built on the target's could pass the file system's limit (255 bytes).
+    const temp = join(dirname(path), `.service-api-${crypto.randomUUID().slice(0, 8)}.tmp`);
     try {
       writeNew(temp, text);
       renameSync(temp, path);

@@ -108,15 +108,22 @@ function nothingToDelete(message: string, code: "NOT_FOUND" | "NO_KEYS", flags: 
 
 async function create(flags: ApikeyFlags, values: LifecycleValues, store: CliBackend, context: ApikeyContext, asJson: boolean): Promise<Output> {
   const env = flags.format === "env";
-  if (flags.output !== undefined) checkOutputTarget(flags.output, Boolean(flags.force));
   if (flags.name === undefined) {
     if (flags.ifNotExists || env) throw new ServiceError("USAGE", `${flags.ifNotExists ? "--if-not-exists" : "--format env"} needs --name <name>`);
+    if (flags.output !== undefined) checkOutputTarget(flags.output, Boolean(flags.force));
     const unable = await cannotPrompt(context);
     if (unable) throw missing("--name", "--name <name> and --roles <roles> or --permissions <RESOURCE:ACTION,...>", unable);
     const { interactiveCreate } = await import("../prompts.ts");
     return interactiveCreate(flags, store);
   }
   const input = { ...parseCreateInput(flags), ...(values.expiresAt ? { expiresAt: values.expiresAt } : {}) };
+  // --if-not-exists with the key there creates and writes nothing: its --output file from the run that
+  // made the key is no obstacle (a script run twice). A key made meanwhile is caught below.
+  if (flags.ifNotExists) {
+    const existing = await store.getByName(input.name);
+    if (existing) return formatExisting(existing, asJson, env);
+  }
+  if (flags.output !== undefined) checkOutputTarget(flags.output, Boolean(flags.force));
   const overwrite = Boolean(flags.overwrite);
   const { graceMs } = values;
   // With --grace, whether there is a key to keep working, and from when its period runs (the store starts
@@ -137,7 +144,7 @@ async function create(flags: ApikeyFlags, values: LifecycleValues, store: CliBac
   const output = env ? formatEnv(created, replacing, graceUntil) : formatCreated(created, asJson, replacing, graceUntil);
   // With --if-not-exists a script reads `.created`; a plain create keeps the specified shape exactly.
   if (flags.ifNotExists && asJson) output.stdout = jsonLine({ ...createdJson(created), created: true });
-  return { ...output, created: { id: created.id, name: created.name, overwrite } };
+  return { ...output, created: { id: created.id, name: created.name, replaced: replacing, graceUntil } };
 }
 
 async function update(flags: ApikeyFlags, values: LifecycleValues, store: CliBackend, asJson: boolean): Promise<Output> {
