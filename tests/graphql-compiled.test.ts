@@ -41,6 +41,9 @@ const CORPUS: Case[] = [
   { query: "query Q($__proto__: [Role!]) { previewEffectivePermissions(roles: $__proto__) { resource } }", variables: JSON.parse('{"__proto__":["GUEST"]}'), graphqlJs: true },
   { query: "query Q($constructor: Boolean!) { __type(name: \"Role\") { enumValues(includeDeprecated: $constructor) { name } } }", variables: { constructor: null }, graphqlJs: true },
   { query: "query Q($toString: Int!) { auditLog(limit: $toString) { action } }", variables: { toString: null }, graphqlJs: true },
+  // graphql-jit passed a null into a non-null list item (the resolver refuses it too, today)
+  { query: "query Q($r: Role = ADMIN) { getPermissionsForRoles(roles: [GUEST, $r]) { resource } }", variables: { r: null }, graphqlJs: true },
+  { query: "query Q($a: [AuthAction!]!) { previewEffectivePermissions(permissions: [{ resource: INFO, actions: $a }]) { resource } }", variables: { a: ["READ_ANY"] }, graphqlJs: true },
   // graphql-jit ran the rest of a string after its placeholder as JavaScript
   { query: "{ __type(name: \"__MAGIC_DATE__33a9e76d_02e0_4128_8e92_3530ad3da74d0)&&(globalThis.JIT_RAN='yes')&&'Role'||(0\") { name } }", graphqlJs: true },
   { query: "{ __type(name: \"\"\"__MAGIC_NAN__x\"\"\") { name } }", graphqlJs: true },
