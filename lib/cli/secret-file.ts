@@ -46,20 +46,23 @@ export function checkOutputTarget(path: string, force: boolean): void {
 /** A path for a one-line message: control characters (a newline, an escape) as JSON escapes. */
 const shown = (path: string) => (/[\x00-\x1f\x7f]/.test(path) ? JSON.stringify(path) : path);
 
-/** A file system error as the user can act on it. */
-function reasonOf(error: unknown): string {
+/**
+ * A file system error as the user of `--output` can act on it (`describeSystemError` in the store layer
+ * words its fixes for `--store`).
+ */
+const REASONS: Record<string, string> = {
+  ENOENT: "no such folder",
+  ENOTDIR: "a part of the path is not a folder",
+  EACCES: "permission denied",
+  EPERM: "permission denied",
+  EROFS: "read-only file system",
+  ENAMETOOLONG: "name too long",
+  ELOOP: "too many symbolic links",
+};
+const reasonOf = (error: unknown): string => {
   const code = (error as NodeJS.ErrnoException).code;
-  const reasons: Record<string, string> = {
-    ENOENT: "no such folder",
-    ENOTDIR: "a part of the path is not a folder",
-    EACCES: "permission denied",
-    EPERM: "permission denied",
-    EROFS: "read-only file system",
-    ENAMETOOLONG: "name too long",
-    ELOOP: "too many symbolic links",
-  };
-  return reasons[code ?? ""] ?? code ?? String(error);
-}
+  return REASONS[code ?? ""] ?? code ?? String(error);
+};
 
 /** Makes `path` with `text`; a file this made and could not fill (a full disk) is removed again. */
 function writeNew(path: string, text: string): void {

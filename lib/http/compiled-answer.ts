@@ -16,11 +16,11 @@
  * computed (`settledResult`), so the query is not run again and its errors are formatted and given their
  * status exactly as any other request's. tests/compiled-answer.test.ts compares both ways byte for byte.
  */
-import type { ExecutionArgs, ExecutionResult, GraphQLSchema, OperationDefinitionNode } from "graphql";
+import type { ExecutionArgs, ExecutionResult, GraphQLSchema } from "graphql";
 import { compiledQueryOf, executeCompiled } from "../graphql/compiled.ts";
 import { variableLimitError } from "../graphql/limits.ts";
 import { cachedDocument, dependsOnKeyOnly, type GraphQLContext, operationOf, validateDocument } from "../graphql/schema.ts";
-import { paramsFromBody } from "./request.ts";
+import type { Params } from "./request.ts";
 
 type MaybePromise<T> = T | Promise<T>;
 
@@ -35,20 +35,14 @@ const settled = new WeakMap<GraphQLContext, ExecutionResult>();
 
 /**
  * Runs the request's query compiled when every condition above holds, else undefined (nothing run).
- * @example const run = runCompiled(schema, body, "application/json", { key, store });
+ * @example const run = runCompiled(schema, paramsFromBody(body, "application/json"), { key, store });
  */
-export function runCompiled(schema: GraphQLSchema, body: string, contentType: string | null, context: GraphQLContext): CompiledRun | undefined {
-  let params;
-  try {
-    params = paramsFromBody(body, contentType);
-  } catch {
-    return undefined; // graphql-http says what is wrong with it
-  }
+export function runCompiled(schema: GraphQLSchema, params: Params, context: GraphQLContext): CompiledRun | undefined {
   const document = cachedDocument(params.query);
   if (!document) return undefined;
-  const operation: OperationDefinitionNode | null | undefined = operationOf(document, params.operationName);
+  const operation = operationOf(document, params.operationName);
   if (!operation || operation.operation !== "query") return undefined;
-  if (!compiledQueryOf(schema, document, params.operationName ?? undefined)) return undefined;
+  if (!compiledQueryOf(schema, document, params.operationName)) return undefined;
   if (validateDocument(schema, document).length > 0) return undefined; // remembered: compiled ones passed
   const args: ExecutionArgs = { schema, document, operationName: params.operationName, variableValues: params.variables, contextValue: context, rootValue: undefined };
   if (variableLimitError(args)) return undefined;

@@ -38,7 +38,7 @@ import {
 import { APPLICATION_JSON, type GraphQLMediaType, GRAPHQL_RESPONSE, negotiate } from "./negotiate.ts";
 import { createCors } from "./cors.ts";
 import { type HandlerOptions, MAX_BODY_BYTES, type ServiceHandler, type ServiceRequest, type ServiceResponse } from "./types.ts";
-import { credential, paramsFromBody, paramsFromUrl, pathOf } from "./request.ts";
+import { credential, type Params, paramsFromBody, paramsFromUrl, pathOf } from "./request.ts";
 import { explorerRoute } from "./explorer-route.ts";
 import { metricsRoute, readiness } from "./ops-routes.ts";
 import type { AuthFailure, RequestEvent } from "./types.ts";
@@ -55,6 +55,8 @@ interface RequestState {
   /** The execution context, made once: a compiled run's result with errors is handed over under it. */
   context: GraphQLContext;
   body: string;
+  /** A POST's parameters, parsed once for both ways (undefined: not well-formed, or a GET). */
+  params: Params | undefined;
   /** Set once executed: the operation depends on the caller's key alone. */
   keyOnly: boolean;
   /** What the answer is written as (see `negotiate.ts`). */
@@ -89,6 +91,15 @@ const boundedExecute = (args: ExecutionArgs) => {
   const refused = variableLimitError(args);
   return refused ? { errors: [refused] } : executeCompiled(args);
 };
+
+/** A POST's GraphQL parameters, or undefined when they are not well-formed (graphql-http's hook says why). */
+function postedParams(request: ServiceRequest, body: string): Params | undefined {
+  try {
+    return paramsFromBody(body, request.headers.get("content-type"));
+  } catch {
+    return undefined;
+  }
+}
 
 /**
  * Creates the service's runtime-neutral handler (see `createHandler` in `fetch.ts` for the fetch-style one).
@@ -129,7 +140,8 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
     execute: boundedExecute,
     context: (req) => req.raw.context,
     parseRequestParams: (req) => {
-      const { request, body } = req.raw;
+      const { request, body, params } = req.raw;
+      if (params) return params;
       try {
         return request.method === "GET"
           ? paramsFromUrl(new URL(request.url, "http://localhost"))
@@ -223,9 +235,10 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
     return answers.answer(key.validity, request, body, () => {
       trace.computed = true;
       const context: GraphQLContext = { key, store };
-      const state: RequestState = { request, context, body, keyOnly: false, mediaType, trace };
+      const params = request.method === "POST" ? postedParams(request, body) : undefined;
+      const state: RequestState = { request, context, body, params, keyOnly: false, mediaType, trace };
       // A query already compiled skips graphql-http when it ends without errors (compiled-answer.ts).
-      const run = request.method === "POST" ? runCompiled(schema, body, request.headers.get("content-type"), context) : undefined;
+      const run = params && runCompiled(schema, params, context);
       if (run) {
         const settle = (result: ExecutionResult): Promise<Computed> | Computed => {
           if (result.errors) return handOver(context, result), viaGraphqlHttp(state);
