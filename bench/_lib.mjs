@@ -3,7 +3,7 @@
 // loading a server with autocannon from another child process (bench/load.mjs, pinned to another core),
 // which also reads the server's CPU time from /proc/<pid>/stat around the load window.
 import { execFileSync, spawn } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { join, resolve } from "node:path";
 import { createStorage } from "unstorage";
@@ -11,6 +11,14 @@ import { createKeyStore } from "../dist/mod.js";
 import { fsDriver } from "../dist/lib/store/drivers/fs.js";
 
 export const ROOT = resolve(import.meta.dirname, "..");
+
+// The peers (Fastify + Mercurius) and the load generator (autocannon) are benchmark-only: they live in
+// bench/package.json, so a plain install of the project stays small and prints no engine warning on
+// Node 20. Every benchmark script imports this module first, so the first run of any of them installs them.
+if (!existsSync(join(ROOT, "bench/node_modules/autocannon/package.json"))) {
+  process.stderr.write("Installing the benchmark's peers (npm ci --prefix bench)...\n");
+  execFileSync("npm", ["ci", "--prefix", join(ROOT, "bench"), "--no-audit", "--no-fund", "--loglevel=error"], { stdio: ["ignore", 2, 2] });
+}
 
 export const median = (xs) => quantile(xs, 0.5);
 /** Linear interpolation between the closest ranks (the usual definition; quartiles of 3 values are fine). */
