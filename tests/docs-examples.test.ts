@@ -3,10 +3,11 @@
 //   $ command            run in bash (a line ending in `\` continues on the next one)
 //   output lines         what the command prints, stdout and stderr together, as a terminal shows them
 //   …                    inside a line: any text (a secret, an id, a time); a line of `…` alone: any lines
-// Each block gets a fresh store (SERVICE_API_STORE=fs:<tmp>/keys), its own HOME and working directory, and the
-// built CLI on PATH as `service-api`; commands of one block share one bash, so variables carry over. `3001`
-// in a block becomes a free port. A command ending in `&` runs in the background: its first lines (as many as
-// the block shows) are awaited, the rest ignored, and it is stopped with SIGTERM when the block ends.
+// Each block gets a fresh store (SERVICE_API_STORE=fs:<tmp>/keys), its own HOME and working directory, and
+// the built CLI on PATH as `service-api`; the commands of a block share one bash, so variables carry over.
+// Each block gets a free port too: PORT names it, and `3001` in the block is replaced by it. A command
+// ending in `&` runs in the background: its first lines (as many as the block shows) are awaited, the rest
+// ignored, and it is stopped with SIGTERM when the block ends.
 import { execFile } from "node:child_process";
 import { chmodSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
@@ -110,7 +111,9 @@ async function run(block: Block, index: number): Promise<string[][]> {
     PATH: `${bin}:${process.env.PATH}`, HOME: join(dir, "home"), NO_COLOR: "1",
     SERVICE_API_STORE: `fs:${join(dir, "keys")}`, XDG_CONFIG_HOME: join(dir, "home", ".config"),
   });
-  const { stdout } = await promisify(execFile)("bash", ["-c", script(block, await freePort())], {
+  const port = await freePort();
+  env.PORT = String(port); // a bare `service-api serve` listens there instead of on 3001
+  const { stdout } = await promisify(execFile)("bash", ["-c", script(block, port)], {
     cwd: join(dir, "work"), env, timeout: 60_000, maxBuffer: 4 << 20,
   });
   return stdout.split(`\n${MARK}\n`).slice(0, block.steps.length).map((chunk) => trimEnd(chunk.split("\n")));
