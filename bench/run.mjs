@@ -50,7 +50,7 @@ async function coldStart() {
     ];
     for (const step of i % 2 ? pair.reverse() : pair) await step();
   }
-  // The issue's target: a create no slower than 1.2 times `node -e 0`.
+  // The target: a create no slower than 1.2 times `node -e 0`.
   report("CLI `apikey --create --json` vs `node -e 0` (median wall)", `${median(cli).toFixed(0)} ms`, `${median(base).toFixed(0)} ms`, median(cli) / median(base), "<=1.2");
   // NODE_EXTRA_CA_CERTS makes every node process parse a certificate bundle before running anything
   // (about 70% of `node -e 0`'s instructions on this machine), which flatters the ratio above.
@@ -117,7 +117,7 @@ async function service() {
     mercurius: { start: () => startMercurius([key], join(work, "mercurius-keys.json")), secret: key.key },
     bare: { start: startBare, secret: key.key },
     warn: { start: () => startService(small, { env: { LOG_LEVEL: "warn" } }), secret: key.key },
-    // Last-use recording is on by default (issue 14): the same service with it off, to price it.
+    // Last-use recording is on by default: the same service with it off, to price it.
     nouse: { start: () => startService(small, { env: { LOG_LEVEL: "", SERVICE_API_LAST_USE: "off" } }), secret: key.key },
     big: { start: () => startService(big, { env: { LOG_LEVEL: "" } }), secret: bigKey.key, only: "me" },
   };

@@ -1,4 +1,4 @@
-// The CLI as scripts and published Unraid scripts use it (issue 15): short flags, idempotent create and
+// The CLI as scripts and published Unraid scripts use it: short flags, idempotent create and
 // delete, exit statuses that tell a broken environment apart, secrets to files and dotenv, changing a
 // key without rotating it, flags that do not apply, typos, help, and a list read by `head`.
 import { execFileSync, spawn, spawnSync } from "node:child_process";
