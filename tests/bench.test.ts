@@ -1,6 +1,6 @@
 // Keeps `npm run bench` from rotting: a quick run must finish and print every row of the table, each with
 // a positive ratio, and each target row with its target and a verdict.
-// (The figures of a quick run on a busy test machine mean nothing; BENCHMARKS.md has real ones.)
+// (The figures of a quick run on a busy test machine mean nothing; docs/performance.md has real ones.)
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { expect, it } from "vitest";

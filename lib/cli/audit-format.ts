@@ -1,6 +1,6 @@
 /**
  * `apikey --audit` as text or JSON: the store's events, oldest first. On a terminal an aligned table
- * fitted to its width, on a pipe one tab-separated line per event (README "Reading the audit trail"),
+ * fitted to its width, on a pipe one tab-separated line per event (docs/lifecycle.md, "Reading the audit trail"),
  * in JSON `{"events":[{"at","action","id","name","actor"}]}` with `changed` / `replaced` when present.
  */
 import type { AuditEvent } from "../core/model.ts";

@@ -62,7 +62,7 @@ const kebab = (flag: string) => `--${flag.replace(/[A-Z]/g, (c) => `-${c.toLower
 
 /**
  * The one mode the flags choose, after checking that every other flag given applies to it: a flag
- * that does not apply is an error, never silently ignored (`--list --name x` used to list every key).
+ * that does not apply is an error, never silently ignored (`--list --name x` must not list every key).
  */
 export function chooseMode(given: ApikeyFlags): Mode {
   const { expiry, ...rest } = given;

@@ -46,7 +46,7 @@ export function listColumns(now: number): Column<ApiKeyInfo>[] {
   ];
 }
 
-/** The pipe format's fields, in their documented order (README "Listing keys"). */
+/** The pipe format's fields, in their documented order (docs/cli.md, "Listing keys"). */
 export function listFields(now: number): ((key: ApiKeyInfo) => string)[] {
   return [
     (k) => k.name,
@@ -83,7 +83,7 @@ export function listTable(keys: ApiKeyInfo[], columns: number, now = Date.now())
   return renderTable(listColumns(now), keys, columns);
 }
 
-/** One line per key, fields separated by a tab, no header: see README "Listing keys". */
+/** One line per key, fields separated by a tab, no header: see docs/cli.md, "Listing keys". */
 export function listLines(keys: ApiKeyInfo[], now = Date.now()): string {
   return renderLines(listFields(now), keys);
 }

@@ -1,5 +1,5 @@
 /**
- * The store's own check of what it is given (issue 11, item 17): the same valibot schemas and messages
+ * The store's own check of what it is given: the same valibot schemas and messages
  * as the CLI and GraphQL, so a library caller cannot store a key those would refuse or could not delete.
  */
 import type { CreateKeyInput, KeyPatch } from "../core/model.ts";

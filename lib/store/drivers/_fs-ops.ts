@@ -47,7 +47,7 @@ async function readAll(fd: number): Promise<string> {
 }
 
 /**
- * The callback API, promisified (rather than fs/promises: see bench/NOTES.md, CLI start-up). Made on
+ * The callback API, promisified (rather than fs/promises, which loads readline on start-up). Made on
  * first use: the CLI uses `blockingOps` alone, and reading `fs.opendir` loads node's fs/dir module.
  */
 export const threadPoolOps: () => FileOps = once((): FileOps => {
