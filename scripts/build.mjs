@@ -64,6 +64,7 @@ const INLINE = new Set([
   "lib/cli/commands/apikey.ts",
   "lib/cli/commands/serve.ts",
   "lib/cli/commands/completion.ts",
+  "lib/cli/commands/doctor.ts",
   "lib/cli/help.ts",
   "lib/cli/suggest.ts",
   "lib/cli/format.ts",
