@@ -190,7 +190,7 @@ export async function interactiveCreate(
  */
 function keyChoices(keys: ApiKeyInfo[], columns: number, now = Date.now()): Choice[] {
   const twins = twinMarks(keys); // a key and its grace-period twin: " (old)" and " (new)" after the name
-  const nameOf = (key: ApiKeyInfo) => key.name + (twins.get(key.id) ?? "");
+  const nameOf = (key: ApiKeyInfo) => key.name + (twins.get(key) ?? "");
   const nameWidth = Math.max(...keys.map((key) => displayWidth(nameOf(key))));
   return keys.map((key): Choice => {
     const state = keyState(key, now);

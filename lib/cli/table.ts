@@ -27,6 +27,8 @@ export interface Column<T> {
   suffix?: (row: T) => string;
   /** Left out of the table (not of the pipe format) when the row cannot fit otherwise, lowest first. */
   dropOrder?: number;
+  /** With `dropOrder`: left out only when the `keep` columns would be cut below their `soft` widths otherwise. */
+  dropLate?: boolean;
 }
 
 const GAP = 2;
@@ -54,11 +56,11 @@ export const escapeField = (text: string): string =>
  * Cuts columns until the row fits: always the widest one that may still shrink (ties: the rightmost,
  * so the description goes before the permissions), first down to their `soft` widths, then the `last`
  * ones (the id) down to their `min`, then the `first` ones (description, permissions), then all of
- * them, and only then the `keep` ones (the name), to `soft` and at last to `min`. Returns null when
- * the row would still need cutting below the soft widths and a droppable
- * column could make room instead.
+ * them, and only then the `keep` ones (the name), to `soft` and at last to `min`. Returns "early" when
+ * the row would still need cutting below the soft widths and a droppable column could make room
+ * instead, "late" when only the names would still be cut below theirs and a `dropLate` one could.
  */
-function fit<T>(columns: readonly Column<T>[], widths: number[], room: number, mayDrop: boolean, suffixes: number[]): number[] | null {
+function fit<T>(columns: readonly Column<T>[], widths: number[], room: number, drops: { early: boolean; late: boolean }, suffixes: number[]): number[] | "early" | "late" {
   let over = widths.reduce((a, b) => a + b, 0) + GAP * (widths.length - 1) - room;
   const soft = (c: Column<T>) => c.soft ?? c.min;
   const floors: ((c: Column<T>) => number | undefined)[] = [
@@ -70,7 +72,8 @@ function fit<T>(columns: readonly Column<T>[], widths: number[], room: number, m
     (c) => (c.keep ? c.min : undefined),
   ];
   for (const [pass, floor] of floors.entries()) {
-    if (pass === 2 && over > 0 && mayDrop) return null;
+    if (pass === 2 && over > 0 && drops.early) return "early";
+    if (pass === 5 && over > 0 && drops.late) return "late";
     while (over > 0) {
       let widest = -1;
       columns.forEach((col, i) => {
@@ -101,11 +104,13 @@ export function renderTable<T>(all: readonly Column<T>[], rows: readonly T[], ro
   for (;;) {
     const table = cells(columns);
     const droppable = columns.filter((c) => c.dropOrder !== undefined).sort((a, b) => a.dropOrder! - b.dropOrder!);
+    const early = droppable.filter((c) => !c.dropLate);
     const widest = columns.map((_, i) => Math.max(...table.map((r) => displayWidth(r[i][0] + r[i][1]))));
     const suffixes = columns.map((_, i) => Math.max(...table.map((r) => displayWidth(r[i][1]))));
-    const widths = fit(columns, widest, room, droppable.length > 0, suffixes);
-    if (!widths) {
-      columns = columns.filter((c) => c !== droppable[0]);
+    const widths = fit(columns, widest, room, { early: early.length > 0, late: droppable.length > 0 }, suffixes);
+    if (typeof widths === "string") {
+      const gone = widths === "early" ? early[0] : droppable[0];
+      columns = columns.filter((c) => c !== gone);
       continue;
     }
     return table
