@@ -33,7 +33,7 @@ const octal = (mode: number) => mode.toString(8).padStart(4, "0");
 const euid = () => process.geteuid?.() ?? -1;
 const messageOf = (error: unknown) => redactSecrets(isServiceError(error) || error instanceof Error ? error.message : String(error));
 
-/** The directory's owner and mode: ours (or root's to act as the owner), and private. Null when it is missing. */
+/** The directory's owner and mode: ours (or root's to act as the owner), and private; or, when missing, whether it could be made. */
 function ownerCheck(dir: string): { check: Check; exists: boolean } {
   const found = fsPresence(dir);
   if (!found.exists) {
