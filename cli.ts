@@ -21,6 +21,7 @@ type Command = CommandDef<object>;
 const COMMANDS: Record<string, () => Promise<Command>> = {
   apikey: async () => (await import("./lib/cli/commands/apikey.ts")).command,
   serve: async () => (await import("./lib/cli/commands/serve.ts")).command,
+  doctor: async () => (await import("./lib/cli/commands/doctor.ts")).command,
   "completion <shell>": async () => (await import("./lib/cli/commands/completion.ts")).command,
 };
 
@@ -90,8 +91,8 @@ async function main(argv: string[]): Promise<Output> {
   const named = argv[0] !== undefined && Object.keys(COMMANDS).map(nameOf).includes(argv[0]) ? argv[0] : undefined;
   // Help goes to stdout (it is what was asked for) and exits 0, like gh and npm; so does a bare
   // `service-api`, `service-api apikey` or `service-api completion`, which could only be a question. A bare
-  // `service-api serve` serves: every one of its settings has a default or an environment variable.
-  const help = options.includes("-h") || options.includes("--help") || argv.length === 0 || (named && named !== "serve" && argv.length === 1);
+  // `service-api serve` serves, and a bare `doctor` checks: every one of their settings has a default.
+  const help = options.includes("-h") || options.includes("--help") || argv.length === 0 || (named && !["serve", "doctor"].includes(named) && argv.length === 1);
   // cac matches a command by the first word, so a named command is the only one it can pick.
   const commands = await loadCommands(help ? undefined : named);
   if (help) {

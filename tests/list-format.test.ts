@@ -49,10 +49,10 @@ describe("the table on a terminal", () => {
     expect(lines).toHaveLength(4);
     for (const line of lines) expect(displayWidth(line), line).toBeLessThanOrEqual(80);
     expect(lines.slice(1).some((line) => line.endsWith("…"))).toBe(true);
-    // At 80 columns the id is cut, keeping its start, once the others are readable; expiry and last use
-    // are never cut, and the creation time gives way to them (the pipe format and --json keep it).
-    for (const line of lines.slice(1)) expect(line).toMatch(/  0b6f1c2e-\S*…  .*  never {4}never /);
-    expect(lines[1]).toMatch(/^release pip…  /);
+    // At 80 columns the id is cut, keeping its start, before the name; expiry and last use are never cut,
+    // and the creation time gives way to them (the pipe format and --json keep it).
+    for (const line of lines.slice(1)) expect(line).toMatch(/  0b6f1c2…  .*  never {4}never /);
+    expect(lines[1]).toMatch(/^release pipeline  /);
     expect(lines[0]).toMatch(/ ROLES  +PERMISSIONS  +EXPIRES  +LAST USED  +DESCRIPTION$/);
   });
 
@@ -140,13 +140,14 @@ describe("expiry and last use (issue 14)", () => {
     expect(lines[4]).toMatch(/  never +never +the new secret$/);
   });
 
-  it("at 80 columns every row fits: times whole, the description and permissions cut first, CREATED left out", () => {
+  it("at 80 columns every row fits: times whole, the permissions cut, CREATED and then the description left out before a name is cut", () => {
     const lines = lifecycleTable(80);
     for (const line of lines) expect(displayWidth(line), line).toBeLessThanOrEqual(80);
     expect(lines[0]).not.toContain("CREATED");
-    expect(lines[0]).toMatch(/ EXPIRES +LAST USED +DES/);
+    expect(lines[0]).toMatch(/ EXPIRES +LAST USED$/);
+    expect(lines.slice(1).map((line) => line.split(/ {2,}/)[0])).toEqual(["ci deploy", "old", "rotated (old)", "rotated (new)"]);
     expect(lines[1]).toContain("  2026-11-23 01:00 ");
-    expect(lines[1]).toContain("  2026-11-22 23:59  ");
+    expect(lines[1]).toMatch(/  2026-11-22 23:59$/);
     expect(lines[3]).toContain("  2026-11-23 00:10 (grace)  2026-11-22 23:00");
     expect(lines[3]).not.toContain("DOCKER:READ_ANY,DOCKER:UPDATE_ANY"); // cut
   });

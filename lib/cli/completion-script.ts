@@ -11,6 +11,7 @@ import type { CommandDef, OptionDef } from "./command.ts";
 import type { CompletionSpec, FlagSpec, Shell, ValueKind } from "./completion-types.ts";
 import { command as apikey } from "./commands/apikey.ts";
 import { command as serve } from "./commands/serve.ts";
+import { command as doctor } from "./commands/doctor.ts";
 
 /** Values of these flags have completions of their own; any other value is left to the person. */
 const VALUE_KINDS: Record<string, ValueKind> = {
@@ -42,7 +43,7 @@ const GLOBAL: FlagSpec[] = [
  * command passes its own definition, which keeps this module out of an import cycle with it.
  */
 export function completionSpec(self: CommandDef<never>): CompletionSpec {
-  const defs: Record<string, CommandDef<never>> = { apikey, serve, completion: self };
+  const defs: Record<string, CommandDef<never>> = { apikey, serve, doctor, completion: self };
   const commands = Object.entries(defs).map(([name, command]) => ({
     name,
     description: command.description,

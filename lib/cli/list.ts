@@ -30,10 +30,29 @@ export function expiryCell(key: ApiKeyInfo, now: number): string {
   return key.expiresAt ? shortTime(key.expiresAt) : "never";
 }
 
-/** The table on a terminal, at the instant `now`. */
-export function listColumns(now: number): Column<ApiKeyInfo>[] {
+/**
+ * Which of two keys of one name is which: a key replaced with `--overwrite --grace` stays beside its
+ * replacement until its grace period ends. " (old)" for such a key, " (new)" for a key sharing its name.
+ */
+export function twinMarks(keys: readonly ApiKeyInfo[]): Map<ApiKeyInfo, string> {
+  const replacedNames = new Set(keys.filter((k) => k.graceUntil).map((k) => k.name));
+  const named = new Map<string, number>();
+  for (const k of keys) named.set(k.name, (named.get(k.name) ?? 0) + 1);
+  const marks = new Map<ApiKeyInfo, string>();
+  for (const k of keys) {
+    if (replacedNames.has(k.name) && named.get(k.name)! > 1) marks.set(k, k.graceUntil ? " (old)" : " (new)");
+  }
+  return marks;
+}
+
+/**
+ * The table on a terminal, at the instant `now`. The name is cut last of all (every command takes it),
+ * and never below 12 columns while another column can give; `keys` mark a key and its twin.
+ */
+export function listColumns(now: number, keys: readonly ApiKeyInfo[] = []): Column<ApiKeyInfo>[] {
+  const marks = twinMarks(keys);
   return [
-    { header: "NAME", cell: (k) => k.name, min: 6, soft: 12 },
+    { header: "NAME", cell: (k) => k.name, suffix: (k) => marks.get(k) ?? "", min: 6, soft: 12, keep: true },
     // Ids are copied, so the id is cut only once the other columns are down to a readable width.
     { header: "ID", cell: (k) => k.id, min: 8, last: true },
     { header: "ROLES", cell: (k) => k.roles.join(",") || "-", min: 4, soft: 6 },
@@ -42,7 +61,8 @@ export function listColumns(now: number): Column<ApiKeyInfo>[] {
     { header: "CREATED", cell: (k) => shortTime(k.createdAt), dropOrder: 1 },
     { header: "EXPIRES", cell: (k) => expiryCell(k, now) },
     { header: "LAST USED", cell: (k) => (k.lastUsedAt ? shortTime(k.lastUsedAt) : "never") },
-    { header: "DESCRIPTION", cell: (k) => k.description ?? "", min: 4, soft: 12, first: true },
+    // Left out last of all, when the names would be cut below 12 columns otherwise.
+    { header: "DESCRIPTION", cell: (k) => k.description ?? "", min: 4, soft: 12, first: true, dropOrder: 2, dropLate: true },
   ];
 }
 
@@ -80,7 +100,7 @@ export function stdoutView(env: Record<string, string | undefined> = globalThis.
 
 /** The aligned table, every row at most `columns` wide (as long as the uncut columns fit). */
 export function listTable(keys: ApiKeyInfo[], columns: number, now = Date.now()): string {
-  return renderTable(listColumns(now), keys, columns);
+  return renderTable(listColumns(now, keys), keys, columns);
 }
 
 /** One line per key, fields separated by a tab, no header: see docs/cli.md, "Listing keys". */

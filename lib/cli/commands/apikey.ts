@@ -64,14 +64,14 @@ function missing(what: string, flags: string, context: TerminalState): ServiceEr
  * Runs `service-api apikey` with parsed flags.
  * @example await runApikey({ create: true, name: "ci", roles: "ADMIN", json: true }, store, { interactive: false })
  */
-export async function runApikey(flags: ApikeyFlags, store: CliBackend, context: ApikeyContext): Promise<Output> {
+export async function runApikey(flags: ApikeyFlags, store: CliBackend, context: ApikeyContext, where?: string): Promise<Output> {
   const mode = chooseMode(flags);
   const asJson = Boolean(flags.json) || flags.format === "json";
   const values = lifecycleValues(flags, Date.now());
 
   if (mode === "list") {
     const { formatList } = await import("../format.ts");
-    return { ...formatList(await store.list(), asJson), readerMayLeave: true };
+    return { ...formatList(await store.list(), asJson, undefined, where), readerMayLeave: true };
   }
   if (mode === "audit") return await (await import("../lifecycle.ts")).showAudit(store, values, asJson);
   if (mode === "create") return await create(flags, values, store, context, asJson);
@@ -182,7 +182,7 @@ export async function run(flags: ApikeyCommandFlags, io: CommandIO): Promise<Out
   chooseMode(flags); // bad usage and bad values are reported before any store is opened
   lifecycleValues(flags, Date.now());
   const file = flags.output !== undefined ? { path: flags.output, force: Boolean(flags.force) } : undefined;
-  const go = async (store: CliBackend) => await deliver(await runApikey(flags, store, context), store, io.write, file);
+  const go = async (store: CliBackend, where?: string) => await deliver(await runApikey(flags, store, context, where), store, io.write, file);
   if (io.store) return await go(io.store);
   const url = flags.url ?? (flags.store ? undefined : io.env.SERVICE_API_URL?.trim() || undefined);
   if (url) {
@@ -190,9 +190,12 @@ export async function run(flags: ApikeyCommandFlags, io: CommandIO): Promise<Out
     return await go(openRemoteBackend(url, io.env));
   }
   try {
-    const store = await openKeyStore(parseStoreSpec(flags.store, io.env), io.debug, { oneShot: true });
+    const spec = parseStoreSpec(flags.store, io.env);
+    // A list names the store it read (a missing one lists as empty only where a create could make it).
+    const where = chooseMode(flags) === "list" ? (await import("../store-where.ts")).listedStore(spec) : undefined;
+    const store = await openKeyStore(spec, io.debug, { oneShot: true });
     try {
-      return await go(store);
+      return await go(store, where);
     } finally {
       await store.close();
     }
