@@ -80,6 +80,10 @@ describe("the CLI never echoes a secret given where it does not belong", () => {
     ["--description <secret>", ["apikey", "--update", "--name", "a", "-d", `for ${secret}`]],
     ["--expires-in <body>", ["apikey", "--update", "--name", "a", "--expires-in", body]],
     ["--since <body>", ["apikey", "--audit", "--since", body]],
+    ["--limit <body>", ["apikey", "--audit", "--limit", body]],
+    ["--grace <body>", ["apikey", "--create", "--name", "g", "-r", "GUEST", "--overwrite", "--grace", body]],
+    ["--format <body>", ["apikey", "--create", "--name", "g", "-r", "GUEST", "--format", body]],
+    ["--output in a missing folder named <body>", ["apikey", "--create", "--name", "g", "-r", "GUEST", "--output", `/nonexistent/${body}/k`]],
     ["an unknown flag", ["apikey", "--list", `--${body}`]],
     ["an unknown command", [body]],
   ];
@@ -96,6 +100,17 @@ describe("the CLI never echoes a secret given where it does not belong", () => {
       expect(result.code, output(result)).not.toBe(0);
       expect(leaks(output(result), body), output(result)).toBeUndefined();
     }
+  });
+
+  it("--store <folder>/<body> at LOG_LEVEL=debug and trace, and --url <body>", async () => {
+    for (const level of ["debug", "trace"]) {
+      const result = await runCli(["apikey", "--list", "--store", `${tmp.dir}/${body}`], { env: { LOG_LEVEL: level } });
+      expect(result.stderr).toContain("store: fs:");
+      expect(leaks(output(result), body), output(result)).toBeUndefined();
+    }
+    const result = await runCli(["apikey", "--list", "--url", `http://127.0.0.1:1/${body}`]);
+    expect(result.code).not.toBe(0);
+    expect(leaks(output(result), body), output(result)).toBeUndefined();
   });
 
   it("still says what was not found", async () => {
