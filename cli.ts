@@ -6,7 +6,7 @@
 import { cac } from "cac";
 import type { CommandDef, CommandIO, OptionDef } from "./lib/cli/command.ts";
 import { isServiceError, ServiceError } from "./lib/core/errors.ts";
-import { formatError, type Output } from "./lib/cli/format-results.ts";
+import { elideSecrets, formatError, type Output } from "./lib/cli/format-results.ts";
 import { writeOut } from "./lib/cli/output.ts";
 import { createDebug, resolveLogLevel } from "./lib/core/log.ts";
 import { VERSION } from "./lib/core/version.ts";
@@ -138,7 +138,7 @@ async function run(argv: string[]): Promise<void> {
   const asJson = argv.includes("--json") || argv.includes("--format=json") || argv.some((arg, i) => arg === "--format" && argv[i + 1] === "json");
   let output: Output;
   try {
-    output = await main(argv);
+    output = elideSecrets(await main(argv));
   } catch (error) {
     // cac reports bad usage (unknown flag, missing value) with its own error class.
     const usage = error instanceof Error && error.name === "CACError"

@@ -5,6 +5,7 @@
  * with the same messages.
  */
 import { ServiceError } from "../core/errors.ts";
+import { redactSecrets } from "../core/secret.ts";
 import { expiryFrom, parseGrace, parseSince } from "../core/lifecycle.ts";
 
 /** The flags of `service-api apikey`, as strings after parsing. */
@@ -132,7 +133,7 @@ export interface LifecycleValues {
 export function lifecycleValues(flags: ApikeyFlags, now: number): LifecycleValues {
   const limit = flags.limit === undefined ? undefined : String(flags.limit).trim();
   if (limit !== undefined && !/^[1-9]\d{0,8}$/.test(limit)) {
-    throw new ServiceError("INVALID_INPUT", `--limit needs a whole number of events, 1 or more (got '${limit.slice(0, 20)}')`);
+    throw new ServiceError("INVALID_INPUT", `--limit needs a whole number of events, 1 or more (got '${[...redactSecrets(limit)].slice(0, 20).join("")}')`);
   }
   return {
     expiresAt: expiryFrom({ expiresIn: flags.expiresIn, expiresAt: flags.expiresAt }, now),

@@ -14,7 +14,9 @@
  *   meta:revision        changes whenever a key is deleted, replaced or updated
  *
  * The audit trail is kept beside it (`AuditLog`): each change appends its event before the change's
- * commit point (a name entry claimed, swapped or taken), so no change is ever without its event.
+ * commit point (a name entry claimed, swapped or taken, or for an update its record rewritten), so no
+ * change is ever without its event; a rename appends it only once its new name is claimed, so a rename
+ * refused for a taken name leaves no event.
  *
  * Lifecycle. A record may carry `expiresAt`: from that instant `verify` refuses it (and remembered
  * verifications lapse, the clock being read on every hit) until `deleteExpired` removes it. An
@@ -178,10 +180,14 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
           const changed = UPDATABLE.filter((field) => JSON.stringify(next[field]) !== JSON.stringify(record[field]));
           if (!changed.length) return publicView(record);
           const renamed = next.name !== record.name;
-          await audit("update", next, options, { changed });
+          // The event follows the claim of a new name (a refused rename writes none); if it fails, the claim is given back.
           if (renamed && !(await atomic.claim(nameKey(next.name), id))) {
             throw new ServiceError("NAME_TAKEN", `API key with name '${next.name}' already exists.`);
           }
+          await audit("update", next, options, { changed }).catch(async (error) => {
+            if (renamed) await atomic.takeIf(nameKey(next.name), id).catch(() => {});
+            throw error;
+          });
           await bumpRevision(); // before too, in case this process dies mid-way
           await storage.setItem(`keys:${id}`, next);
           // Compare and delete: an overwrite or delete of the old name took the key away meanwhile (they do not
