@@ -68,6 +68,7 @@ const INLINE = new Set([
   "lib/cli/suggest.ts",
   "lib/cli/format.ts",
   "lib/cli/lifecycle.ts",
+  "lib/cli/transfer.ts",
 ]);
 
 /** Points the start-up bundle's dynamic imports at the lazy bundles instead of inlining them. */

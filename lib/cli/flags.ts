@@ -41,9 +41,19 @@ export interface ApikeyFlags {
   since?: string;
   /** audit: at most this many events, the latest. */
   limit?: string;
+  /** Write every key (hashes, never secrets) as JSON lines. */
+  export?: boolean;
+  /** export: include the audit trail. */
+  withAudit?: boolean;
+  /** Load keys from an export file (`-`: stdin). */
+  import?: string;
+  /** import: check and report, change nothing. */
+  dryRun?: boolean;
+  /** import: fail (default), skip or overwrite a key already in the store. */
+  onConflict?: string;
 }
 
-export const MODES = ["create", "delete", "list", "update", "audit"] as const;
+export const MODES = ["create", "delete", "list", "update", "audit", "export", "import"] as const;
 export type Mode = (typeof MODES)[number];
 
 /**
@@ -56,6 +66,8 @@ const MODE_FLAGS: Record<Mode, readonly string[]> = {
   list: [],
   update: ["name", "id", "description", "roles", "permissions", "rename", "expiresIn", "expiresAt", "noExpiry"],
   audit: ["since", "limit"],
+  export: ["output", "force", "withAudit"],
+  import: ["dryRun", "onConflict"],
 };
 const COMMON = ["json", "store", "url"];
 const kebab = (flag: string) => `--${flag.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
@@ -72,8 +84,8 @@ export function chooseMode(given: ApikeyFlags): Mode {
     throw new ServiceError(
       "USAGE",
       modes.length === 0
-        ? "Choose what to do: --create, --delete, --update, --list or --audit"
-        : `Choose one of --create, --delete, --update, --list and --audit, not ${modes.map((m) => `--${m}`).join(" and ")}`,
+        ? "Choose what to do: --create, --delete, --update, --list, --audit, --export or --import"
+        : `Choose one of --create, --delete, --update, --list, --audit, --export and --import, not ${modes.map((m) => `--${m}`).join(" and ")}`,
     );
   }
   const mode = modes[0];

@@ -81,7 +81,7 @@ export interface KeyPatch {
 export type Actor = { kind: "local"; user: string; host: string } | { kind: "key"; id: string; name: string };
 
 /** What an audit event records. `prune` is the removal of an expired key by `--delete --expired`. */
-export const AUDIT_ACTIONS = ["create", "overwrite", "update", "delete", "prune"] as const;
+export const AUDIT_ACTIONS = ["create", "overwrite", "update", "delete", "prune", "import"] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
 /** One change to the store, as the audit trail keeps it: never a secret nor a hash. */

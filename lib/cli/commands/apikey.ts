@@ -22,7 +22,7 @@ import {
   PermissionsSchema,
   RolesSchema,
 } from "../../core/input.ts";
-import type { KeyBackend } from "../../store/key-store.ts";
+import type { KeyBackend, KeyStore } from "../../store/key-store.ts";
 import { openKeyStore, parseStoreSpec } from "../../store/config.ts";
 import { type ApikeyFlags, chooseMode, lifecycleValues, type LifecycleValues } from "../flags.ts";
 import type { CliBackend, CommandDef, CommandIO } from "../command.ts";
@@ -74,6 +74,11 @@ export async function runApikey(flags: ApikeyFlags, store: CliBackend, context: 
     return { ...formatList(await store.list(), asJson), readerMayLeave: true };
   }
   if (mode === "audit") return await (await import("../lifecycle.ts")).showAudit(store, values, asJson);
+  if (mode === "export") return await (await import("../transfer.ts")).exportKeys(flags, store as Partial<KeyStore>, asJson);
+  if (mode === "import") {
+    const { importKeys } = await import("../transfer.ts");
+    return await importKeys(flags, store as Partial<KeyStore>, asJson);
+  }
   if (mode === "create") return await create(flags, values, store, context, asJson);
   if (mode === "update") return await update(flags, values, store, asJson);
 
@@ -185,6 +190,9 @@ export async function run(flags: ApikeyCommandFlags, io: CommandIO): Promise<Out
   const go = async (store: CliBackend) => await deliver(await runApikey(flags, store, context), store, io.write, file);
   if (io.store) return await go(io.store);
   const url = flags.url ?? (flags.store ? undefined : io.env.SERVICE_API_URL?.trim() || undefined);
+  if (url && (flags.export || flags.import !== undefined)) {
+    throw new ServiceError("USAGE", `${flags.export ? "--export" : "--import"} works on a store (--store or SERVICE_API_STORE), not over --url: the service never hands out key hashes`);
+  }
   if (url) {
     const { openRemoteBackend } = await import("../../client/remote.ts");
     return await go(openRemoteBackend(url, io.env));
@@ -217,6 +225,8 @@ export const command: CommandDef<ApikeyCommandFlags> = {
     "service-api apikey --update (--name <name> | --id <id>) [-r <roles>] [-p <perms>] [-d <text>] [--rename <name>] [--expires-in <dur> | --expires-at <time> | --no-expiry] [--json]",
     "service-api apikey --list [--json]",
     "service-api apikey --audit [--since <dur|time>] [--limit <n>] [--json]",
+    "service-api apikey --export [--output <file> [--force]] [--with-audit]",
+    "service-api apikey --import <file|-> [--dry-run] [--on-conflict fail|skip|overwrite] [--json]",
   ],
   options: [
     { flag: "--create", help: "Create a key" },
@@ -224,6 +234,8 @@ export const command: CommandDef<ApikeyCommandFlags> = {
     { flag: "--update", help: "Change a key's roles, permissions, description, name or expiry; its secret stays" },
     { flag: "--list", help: "List keys (never their secrets), with their expiry and last use" },
     { flag: "--audit", help: "Print the audit trail: who created, replaced, updated or deleted which key, oldest first" },
+    { flag: "--export", help: "Write every key (ids, names, settings, secret hashes; never a secret) as JSON lines" },
+    { flag: "--import <file>", help: "Load keys from an --export file (- reads stdin) into the store; all or nothing" },
     { flag: "--name <name>", help: "Key name: letters, digits and spaces" },
     { flag: "--id <id>", help: "Key id, instead of --name (delete, update)" },
     { flag: "-d, --description <desc>", help: "Free-text description (update: replaces it; \"\" removes it)" },
@@ -240,7 +252,10 @@ export const command: CommandDef<ApikeyCommandFlags> = {
     { flag: "--expired", help: "delete: every key whose expiry or grace period has passed (exit 0 when none)" },
     { flag: "--since <dur|time>", help: "audit: events since a duration ago (7d) or an ISO 8601 time" },
     { flag: "--limit <n>", help: "audit: only the latest n events" },
-    { flag: "--output <file>", help: "create: write the secret (or the JSON) to a new file, mode 0600, instead of stdout" },
+    { flag: "--output <file>", help: "create: write the secret (or the JSON) to a new file, mode 0600, instead of stdout; export: the file to write" },
+    { flag: "--with-audit", help: "export: include the audit trail" },
+    { flag: "--dry-run", help: "import: check the file and say what would change, change nothing" },
+    { flag: "--on-conflict <mode>", help: "import: a key already there: fail (default, nothing imported), skip, or overwrite" },
     { flag: "--force", help: "with --output: replace an existing file (atomically)" },
     { flag: "--format <fmt>", help: "create: text (default), json (as --json) or env (SERVICE_API_KEY=... lines)" },
     { flag: "--json", help: "Print the result as one JSON object" },
@@ -255,6 +270,8 @@ export const command: CommandDef<ApikeyCommandFlags> = {
     "service-api apikey --delete --name \"deploy key\" --if-exists",
     "service-api apikey --delete --expired --json",
     "service-api apikey --audit --since 7d",
+    "service-api apikey --export --output keys.jsonl",
+    "service-api apikey --import keys.jsonl --store redis://127.0.0.1:6379/0",
   ],
   run,
 };
