@@ -51,6 +51,12 @@ export interface ApikeyFlags {
   dryRun?: boolean;
   /** import: fail (default), skip or overwrite a key already in the store. */
   onConflict?: string;
+  /** create, update: `key=value` labels to set. */
+  label?: string;
+  /** update: label keys to remove. */
+  unlabel?: string;
+  /** list: only the keys matching this filter (lib/core/filter.ts). */
+  filter?: string;
 }
 
 export const MODES = ["create", "delete", "list", "update", "audit", "export", "import"] as const;
@@ -61,10 +67,10 @@ export type Mode = (typeof MODES)[number];
  * `noExpiry` stands for `--no-expiry`, which cac delivers as `expiry: false`.
  */
 const MODE_FLAGS: Record<Mode, readonly string[]> = {
-  create: ["name", "description", "roles", "permissions", "overwrite", "ifNotExists", "output", "force", "format", "expiresIn", "expiresAt", "grace"],
+  create: ["name", "description", "roles", "permissions", "overwrite", "ifNotExists", "output", "force", "format", "expiresIn", "expiresAt", "grace", "label"],
   delete: ["name", "id", "ifExists", "expired"],
-  list: [],
-  update: ["name", "id", "description", "roles", "permissions", "rename", "expiresIn", "expiresAt", "noExpiry"],
+  list: ["filter"],
+  update: ["name", "id", "description", "roles", "permissions", "rename", "expiresIn", "expiresAt", "noExpiry", "label", "unlabel"],
   audit: ["since", "limit"],
   export: ["output", "force", "withAudit"],
   import: ["dryRun", "onConflict"],

@@ -17,6 +17,7 @@ import { ServiceError } from "./errors.ts";
 import { containsSecret, redactSecrets } from "./secret.ts";
 import { isPlainName, isPrintableAscii, nameLookAlikeProblem } from "./_names.ts";
 import { once } from "./_once.ts";
+import { didYouMean } from "./suggest.ts";
 
 export const NAME_MAX = 100;
 const DESCRIPTION_MAX = 1000;
@@ -107,11 +108,15 @@ const show = (value: unknown) => {
   return JSON.stringify(text).replace(/[\p{C}\p{Zl}\p{Zp}]/gu, (c) => `\\u{${c.codePointAt(0)!.toString(16)}}`);
 };
 
+/** " Did you mean 'X'?" for a short mistyped word; nothing for anything long (a pasted secret, a sentence). */
+const guess = (value: unknown, known: readonly string[]) =>
+  typeof value === "string" && value.length <= 40 ? didYouMean(value, known) : "";
+
 /** Roles, comma-separated or as a list, case-insensitive; unknown roles are errors naming the valid ones. */
 export const RolesSchema: v.GenericSchema<ListInput, Role[]> = v.pipe(
   listInput,
   v.transform(toItems),
-  v.array(v.picklist(ROLES, (issue) => `Unknown role ${show(issue.input)}. Valid roles: ${ROLES.join(", ")}`)),
+  v.array(v.picklist(ROLES, (issue) => `Unknown role ${show(issue.input)}.${guess(issue.input, ROLES)} Valid roles: ${ROLES.join(", ")}`)),
   v.transform((roles): Role[] => ROLES.filter((role) => roles.includes(role))),
 );
 
@@ -121,10 +126,10 @@ function checkPair(resource: string, action: string | undefined, raw: string): s
     return { message: `Invalid permission ${show(raw)}: expected RESOURCE:ACTION, for example DOCKER:READ_ANY` };
   }
   if (!(RESOURCES as readonly string[]).includes(resource)) {
-    return { message: `Unknown permission resource ${show(resource)}. Valid resources: ${RESOURCES.join(", ")}` };
+    return { message: `Unknown permission resource ${show(resource)}.${guess(resource, RESOURCES)} Valid resources: ${RESOURCES.join(", ")}` };
   }
   if (!(ACTIONS as readonly string[]).includes(action)) {
-    return { message: `Unknown permission action ${show(action)}. Valid actions: ${ACTIONS.join(", ")}` };
+    return { message: `Unknown permission action ${show(action)}.${guess(action, ACTIONS)} Valid actions: ${ACTIONS.join(", ")}` };
   }
   return `${resource}:${action}`;
 }

@@ -51,6 +51,8 @@ export interface ApiKeyInfo {
   lastUsedAt?: string;
   /** Present on a key replaced by `--overwrite --grace`: its secret keeps working until then. */
   graceUntil?: string;
+  /** The operator's `key=value` labels (see lib/core/labels.ts), keys sorted; absent: none. */
+  labels?: Record<string, string>;
 }
 
 /** A key as persisted: its public fields plus the SHA-256 (hex) of its secret. */
@@ -66,6 +68,8 @@ export interface CreateKeyInput {
   permissions: Permission[];
   /** When the key stops working (ISO 8601); must lie in the future. */
   expiresAt?: string;
+  /** Labels, at most 20 (see lib/core/labels.ts). */
+  labels?: Record<string, string>;
 }
 
 /** The fields an update may change; `expiresAt: null` removes an expiry. */
@@ -75,6 +79,8 @@ export interface KeyPatch {
   roles?: Role[];
   permissions?: Permission[];
   expiresAt?: string | null;
+  /** The whole new set of labels; `{}` removes them all. */
+  labels?: Record<string, string>;
 }
 
 /** Who made a change: a person at this host (the CLI, the library) or the key that called the service. */

@@ -93,7 +93,7 @@ export type {
 import type { KeyStore, KeyStoreOptions } from "./types.ts";
 
 const REVISION = "meta:revision";
-const UPDATABLE = ["name", "description", "roles", "permissions", "expiresAt"] as const;
+const UPDATABLE = ["name", "description", "roles", "permissions", "expiresAt", "labels"] as const;
 
 /**
  * Creates a key store over an unstorage `Storage`.
@@ -183,6 +183,7 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
           const next = { ...record, ...patch, id, hash: record.hash, createdAt: record.createdAt } as StoredKey;
           if (patch.description !== undefined && !patch.description) delete next.description;
           if (patch.expiresAt === null) delete next.expiresAt;
+          if (patch.labels !== undefined && Object.keys(patch.labels).length === 0) delete next.labels;
           if (next.roles.length + next.permissions.length === 0) {
             throw new ServiceError("INVALID_INPUT", "Please add at least one role or permission to the key.");
           }

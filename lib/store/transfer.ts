@@ -18,11 +18,12 @@ import { ServiceError } from "../core/errors.ts";
 import { DescriptionSchema, isKeyId, NameSchema } from "../core/input.ts";
 import * as v from "valibot";
 import { isStoredKey } from "./_record.ts";
+import { checkLabels } from "../core/labels.ts";
 import { auditEventOf } from "./audit.ts";
 
 export const EXPORT_FORMAT = "service-api-keys";
 export const EXPORT_VERSION = 1;
-const KEY_FIELDS = new Set(["type", "id", "name", "description", "roles", "permissions", "createdAt", "expiresAt", "lastUsedAt", "graceUntil", "hash"]);
+const KEY_FIELDS = new Set(["type", "id", "name", "description", "roles", "permissions", "createdAt", "expiresAt", "lastUsedAt", "graceUntil", "labels", "hash"]);
 const HEADER_FIELDS = new Set(["format", "version", "exportedAt", "keys", "auditEvents"]);
 
 /** A key read from an export, with the line it came from (for messages). */
@@ -69,6 +70,13 @@ function keyProblem(value: Record<string, unknown>): string | undefined {
     if (badAction !== undefined) return `unknown action ${JSON.stringify(badAction)}`;
   }
   if (roles.length + permissions.length === 0) return "a key needs at least one role or permission";
+  if (record.labels !== undefined) {
+    try {
+      if (JSON.stringify(checkLabels(record.labels)) !== JSON.stringify(record.labels)) return "the labels are not in stored form (sorted keys)";
+    } catch (error) {
+      return (error as Error).message;
+    }
+  }
   return undefined;
 }
 

@@ -23,6 +23,7 @@ import {
   RolesSchema,
 } from "../../core/input.ts";
 import type { KeyBackend, KeyStore } from "../../store/key-store.ts";
+import { applyLabels, parseLabelFlag, parseUnlabelFlag } from "../../core/labels.ts";
 import { openKeyStore, parseStoreSpec } from "../../store/config.ts";
 import { type ApikeyFlags, chooseMode, lifecycleValues, type LifecycleValues } from "../flags.ts";
 import type { CliBackend, CommandDef, CommandIO } from "../command.ts";
@@ -71,7 +72,12 @@ export async function runApikey(flags: ApikeyFlags, store: CliBackend, context: 
 
   if (mode === "list") {
     const { formatList } = await import("../format.ts");
-    return { ...formatList(await store.list(), asJson), readerMayLeave: true };
+    const keys = await store.list();
+    if (flags.filter === undefined) return { ...formatList(keys, asJson), readerMayLeave: true };
+    const { parseFilter } = await import("../../core/filter.ts");
+    const matches = parseFilter(String(flags.filter));
+    const now = Date.now();
+    return { ...formatList(keys.filter((key) => matches(key, now)), asJson), readerMayLeave: true };
   }
   if (mode === "audit") return await (await import("../lifecycle.ts")).showAudit(store, values, asJson);
   if (mode === "export") return await (await import("../transfer.ts")).exportKeys(flags, store as Partial<KeyStore>, asJson);
@@ -121,7 +127,11 @@ async function create(flags: ApikeyFlags, values: LifecycleValues, store: CliBac
     const { interactiveCreate } = await import("../prompts.ts");
     return interactiveCreate(flags, store);
   }
-  const input = { ...parseCreateInput(flags), ...(values.expiresAt ? { expiresAt: values.expiresAt } : {}) };
+  const input = {
+    ...parseCreateInput(flags),
+    ...(values.expiresAt ? { expiresAt: values.expiresAt } : {}),
+    ...(flags.label !== undefined ? { labels: parseLabelFlag(String(flags.label)) } : {}),
+  };
   // --if-not-exists with the key there creates and writes nothing: its --output file from the run that
   // made the key is no obstacle (a script run twice). A key made meanwhile is caught below.
   if (flags.ifNotExists) {
@@ -161,10 +171,12 @@ async function update(flags: ApikeyFlags, values: LifecycleValues, store: CliBac
   if (flags.permissions !== undefined) patch.permissions = parseInput(PermissionsSchema, flags.permissions);
   if (values.expiresAt) patch.expiresAt = values.expiresAt;
   if (values.clearExpiry) patch.expiresAt = null;
-  if (Object.keys(patch).length === 0) {
+  const setLabels = flags.label !== undefined ? parseLabelFlag(String(flags.label)) : undefined;
+  const unsetLabels = flags.unlabel !== undefined ? parseUnlabelFlag(String(flags.unlabel)) : undefined;
+  if (Object.keys(patch).length === 0 && !setLabels && !unsetLabels) {
     throw new ServiceError(
       "USAGE",
-      "--update needs something to change: --roles, --permissions, --description, --rename, --expires-in, --expires-at or --no-expiry",
+      "--update needs something to change: --roles, --permissions, --description, --rename, --expires-in, --expires-at, --no-expiry, --label or --unlabel",
     );
   }
   const before = flags.id !== undefined
@@ -173,6 +185,7 @@ async function update(flags: ApikeyFlags, values: LifecycleValues, store: CliBac
   if (!before) {
     throw new ServiceError("NOT_FOUND", flags.id !== undefined ? `No API key found with id: ${flags.id}` : notFoundMessage(flags.name!.trim()));
   }
+  if (setLabels || unsetLabels) patch.labels = applyLabels(before.labels, setLabels, unsetLabels);
   return formatUpdated(await store.update(before.id, patch), before, asJson);
 }
 
@@ -223,7 +236,7 @@ export const command: CommandDef<ApikeyCommandFlags> = {
     "service-api apikey --create --name <name> [-r <roles>] [-p <perms>] [-d <text>] [--expires-in <dur> | --expires-at <time>] [--overwrite [--grace <dur>] | --if-not-exists] [--json | --format env] [--output <file> [--force]]",
     "service-api apikey --delete [--name <name> | --id <id> | --expired] [--if-exists] [--json]",
     "service-api apikey --update (--name <name> | --id <id>) [-r <roles>] [-p <perms>] [-d <text>] [--rename <name>] [--expires-in <dur> | --expires-at <time> | --no-expiry] [--json]",
-    "service-api apikey --list [--json]",
+    "service-api apikey --list [--filter <expr>] [--json]",
     "service-api apikey --audit [--since <dur|time>] [--limit <n>] [--json]",
     "service-api apikey --export [--output <file> [--force]] [--with-audit]",
     "service-api apikey --import <file|-> [--dry-run] [--on-conflict fail|skip|overwrite] [--json]",
@@ -242,6 +255,9 @@ export const command: CommandDef<ApikeyCommandFlags> = {
     { flag: "-r, --roles <roles>", help: "Comma-separated roles: ADMIN, CONNECT, VIEWER, GUEST (update: replaces them)" },
     { flag: "-p, --permissions <perms>", help: "Comma-separated RESOURCE:ACTION pairs, e.g. DOCKER:READ_ANY (update: replaces them)" },
     { flag: "--rename <name>", help: "update: the key's new name" },
+    { flag: "--label <pairs>", help: "create, update: labels to set, key=value[,key=value] (at most 20 per key)" },
+    { flag: "--unlabel <keys>", help: "update: label keys to remove, comma-separated" },
+    { flag: "--filter <expr>", help: "list: label:env=prod, role:ADMIN, state:expired|grace|active, or part of the name; all must match" },
     { flag: "--expires-in <duration>", help: "create, update: the key stops working after this long: 45s, 30m, 12h, 7d, 90d" },
     { flag: "--expires-at <time>", help: "create, update: the key stops working at this ISO 8601 time, e.g. 2026-12-31T18:00:00Z" },
     { flag: "--no-expiry", help: "update: the key never expires" },
@@ -267,6 +283,8 @@ export const command: CommandDef<ApikeyCommandFlags> = {
     "service-api apikey --create --name \"ci deploy\" -r ADMIN --expires-in 1h --json",
     "service-api apikey --create --name ci -r VIEWER --overwrite --grace 10m",
     "service-api apikey --update --name ci -p DOCKER:READ_ANY",
+    "service-api apikey --update --name ci --label env=prod,team=ops",
+    "service-api apikey --list --filter \"label:env=prod role:admin\"",
     "service-api apikey --delete --name \"deploy key\" --if-exists",
     "service-api apikey --delete --expired --json",
     "service-api apikey --audit --since 7d",
