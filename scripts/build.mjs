@@ -70,6 +70,8 @@ const INLINE = new Set([
   "lib/cli/format.ts",
   "lib/cli/lifecycle.ts",
   "lib/cli/store-where.ts",
+  "lib/cli/transfer.ts",
+  "lib/core/filter.ts",
 ]);
 
 /** Points the start-up bundle's dynamic imports at the lazy bundles instead of inlining them. */

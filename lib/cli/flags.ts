@@ -42,9 +42,25 @@ export interface ApikeyFlags {
   since?: string;
   /** audit: at most this many events, the latest. */
   limit?: string;
+  /** Write every key (hashes, never secrets) as JSON lines. */
+  export?: boolean;
+  /** export: include the audit trail. */
+  withAudit?: boolean;
+  /** Load keys from an export file (`-`: stdin). */
+  import?: string;
+  /** import: check and report, change nothing. */
+  dryRun?: boolean;
+  /** import: fail (default), skip or overwrite a key already in the store. */
+  onConflict?: string;
+  /** create, update: `key=value` labels to set. */
+  label?: string;
+  /** update: label keys to remove. */
+  unlabel?: string;
+  /** list: only the keys matching this filter (lib/core/filter.ts). */
+  filter?: string;
 }
 
-export const MODES = ["create", "delete", "list", "update", "audit"] as const;
+export const MODES = ["create", "delete", "list", "update", "audit", "export", "import"] as const;
 export type Mode = (typeof MODES)[number];
 
 /**
@@ -52,11 +68,13 @@ export type Mode = (typeof MODES)[number];
  * `noExpiry` stands for `--no-expiry`, which cac delivers as `expiry: false`.
  */
 const MODE_FLAGS: Record<Mode, readonly string[]> = {
-  create: ["name", "description", "roles", "permissions", "overwrite", "ifNotExists", "output", "force", "format", "expiresIn", "expiresAt", "grace"],
+  create: ["name", "description", "roles", "permissions", "overwrite", "ifNotExists", "output", "force", "format", "expiresIn", "expiresAt", "grace", "label"],
   delete: ["name", "id", "ifExists", "expired"],
-  list: [],
-  update: ["name", "id", "description", "roles", "permissions", "rename", "expiresIn", "expiresAt", "noExpiry"],
+  list: ["filter"],
+  update: ["name", "id", "description", "roles", "permissions", "rename", "expiresIn", "expiresAt", "noExpiry", "label", "unlabel"],
   audit: ["since", "limit"],
+  export: ["output", "force", "withAudit"],
+  import: ["dryRun", "onConflict"],
 };
 const COMMON = ["json", "store", "url"];
 const kebab = (flag: string) => `--${flag.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
@@ -73,8 +91,8 @@ export function chooseMode(given: ApikeyFlags): Mode {
     throw new ServiceError(
       "USAGE",
       modes.length === 0
-        ? "Choose what to do: --create, --delete, --update, --list or --audit"
-        : `Choose one of --create, --delete, --update, --list and --audit, not ${modes.map((m) => `--${m}`).join(" and ")}`,
+        ? "Choose what to do: --create, --delete, --update, --list, --audit, --export or --import"
+        : `Choose one of --create, --delete, --update, --list, --audit, --export and --import, not ${modes.map((m) => `--${m}`).join(" and ")}`,
     );
   }
   const mode = modes[0];

@@ -4,20 +4,14 @@
  * format go at the end, so scripts that read it by position keep working.
  */
 import { type ApiKeyInfo, permissionPairs } from "../core/model.ts";
-import { untilOf } from "../core/lifecycle.ts";
+import { keyState, untilOf } from "../core/lifecycle.ts";
+import { formatLabels } from "../core/labels.ts";
 import { type Column, renderLines, renderTable } from "./table.ts";
 
 /** "2025-01-31T12:34:56.789Z" -> "2025-01-31 12:34" (UTC, as stored): the list and the delete screen. */
 export const shortTime = (iso: string) => iso.replace("T", " ").slice(0, 16);
 
-/** Where a key is in its life: working, past its expiry or grace period, or replaced but in its grace period. */
-export type KeyState = "active" | "expired" | "grace";
-
-/** A key's state at `now` (ms): expired once its expiry or its grace period has passed. */
-export function keyState(key: ApiKeyInfo, now: number): KeyState {
-  if (Math.min(untilOf(key.expiresAt), untilOf(key.graceUntil)) <= now) return "expired";
-  return key.graceUntil ? "grace" : "active";
-}
+export { type KeyState, keyState } from "../core/lifecycle.ts";
 
 /** The EXPIRES cell: "never", the time, "expired", or for a replaced key the end of its grace period. */
 export function expiryCell(key: ApiKeyInfo, now: number): string {
@@ -63,6 +57,7 @@ export function listColumns(now: number, keys: readonly ApiKeyInfo[] = []): Colu
     { header: "LAST USED", cell: (k) => (k.lastUsedAt ? shortTime(k.lastUsedAt) : "never") },
     // Left out last of all, when the names would be cut below 12 columns otherwise.
     { header: "DESCRIPTION", cell: (k) => k.description ?? "", min: 4, soft: 12, first: true, dropOrder: 2, dropLate: true },
+    { header: "LABELS", cell: (k) => formatLabels(k.labels), min: 4, soft: 12, first: true, dropOrder: 2 },
   ];
 }
 
@@ -79,6 +74,7 @@ export function listFields(now: number): ((key: ApiKeyInfo) => string)[] {
     (k) => k.lastUsedAt ?? "",
     (k) => k.graceUntil ?? "",
     (k) => keyState(k, now),
+    (k) => formatLabels(k.labels),
   ];
 }
 
@@ -100,7 +96,9 @@ export function stdoutView(env: Record<string, string | undefined> = globalThis.
 
 /** The aligned table, every row at most `columns` wide (as long as the uncut columns fit). */
 export function listTable(keys: ApiKeyInfo[], columns: number, now = Date.now()): string {
-  return renderTable(listColumns(now, keys), keys, columns);
+  // The LABELS column only when some key has labels: most stores have none, and the room goes to the rest.
+  const labelled = keys.some((key) => key.labels);
+  return renderTable(listColumns(now, keys).filter((column) => labelled || column.header !== "LABELS"), keys, columns);
 }
 
 /** One line per key, fields separated by a tab, no header: see docs/cli.md, "Listing keys". */

@@ -17,6 +17,7 @@ import { ServiceError } from "./errors.ts";
 import { containsSecret, redactSecrets } from "./secret.ts";
 import { isPlainName, isPrintableAscii, nameLookAlikeProblem } from "./_names.ts";
 import { once } from "./_once.ts";
+import { didYouMean } from "./suggest.ts";
 
 export const NAME_MAX = 100;
 const DESCRIPTION_MAX = 1000;
@@ -113,6 +114,10 @@ const show = (value: unknown, upper = false) => {
   return JSON.stringify(text).replace(/[\p{C}\p{Zl}\p{Zp}]/gu, (c) => `\\u{${c.codePointAt(0)!.toString(16)}}`);
 };
 
+/** " Did you mean 'X'?" for a short mistyped word; nothing for anything long (a pasted secret, a sentence). */
+const guess = (value: unknown, known: readonly string[]) =>
+  typeof value === "string" && value.length <= 40 ? didYouMean(value, known) : "";
+
 /** Roles, comma-separated or as a list, case-insensitive; unknown roles are errors naming the valid ones. */
 export const RolesSchema: v.GenericSchema<ListInput, Role[]> = v.pipe(
   listInput,
@@ -121,7 +126,7 @@ export const RolesSchema: v.GenericSchema<ListInput, Role[]> = v.pipe(
     const upper = dataset.value.map((item) => item.toUpperCase());
     const unknown = upper.findIndex((role) => !(ROLES as readonly string[]).includes(role));
     if (unknown < 0) return ROLES.filter((role) => upper.includes(role));
-    addIssue({ message: `Unknown role ${show(dataset.value[unknown], true)}. Valid roles: ${ROLES.join(", ")}` });
+    addIssue({ message: `Unknown role ${show(dataset.value[unknown], true)}.${guess(upper[unknown], ROLES)} Valid roles: ${ROLES.join(", ")}` });
     return NEVER;
   }),
 );
@@ -135,10 +140,10 @@ function checkPair(resource: string, action: string | undefined, raw: string): s
     return { message: `Invalid permission ${show(raw, true)}: expected RESOURCE:ACTION, for example DOCKER:READ_ANY` };
   }
   if (!(RESOURCES as readonly string[]).includes(resource.toUpperCase())) {
-    return { message: `Unknown permission resource ${show(resource, true)}. Valid resources: ${RESOURCES.join(", ")}` };
+    return { message: `Unknown permission resource ${show(resource, true)}.${guess(resource.toUpperCase(), RESOURCES)} Valid resources: ${RESOURCES.join(", ")}` };
   }
   if (!(ACTIONS as readonly string[]).includes(action.toUpperCase())) {
-    return { message: `Unknown permission action ${show(action, true)}. Valid actions: ${ACTIONS.join(", ")}` };
+    return { message: `Unknown permission action ${show(action, true)}.${guess(action.toUpperCase(), ACTIONS)} Valid actions: ${ACTIONS.join(", ")}` };
   }
   return `${resource}:${action}`.toUpperCase();
 }

@@ -57,6 +57,7 @@ export function createCreate(ctx: StoreContext, removeById: (id: string, action:
       permissions: input.permissions.map((p) => ({ resource: p.resource, actions: [...p.actions] })),
       createdAt: iso(now()),
       ...(input.expiresAt ? { expiresAt: input.expiresAt } : {}),
+      ...(input.labels ? { labels: { ...input.labels } } : {}),
       hash: sha256Hex(secret),
     };
     // Both entries are durable before the name entry commits the key; they can be written together.

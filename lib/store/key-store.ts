@@ -76,16 +76,26 @@ import { createMemoryAuditLog, localActor } from "./audit.ts";
 import { iso, type StoreContext } from "./_context.ts";
 import { createRemovals } from "./_remove.ts";
 import { createCreate } from "./_create.ts";
+import { createTransfer } from "./_transfer.ts";
 
 export { type AtomicIndex, createLocalAtomicIndex } from "./atomic.ts";
 import { createLocalAtomicIndex } from "./atomic.ts";
-export type { ChangeOptions, CreateOptions, KeyBackend, KeyStore, KeyStoreOptions, Refusal, VerifiedKey } from "./types.ts";
+export type {
+  ChangeOptions,
+  CreateOptions,
+  ImportOptions,
+  ImportReport,
+  KeyBackend,
+  KeyStore,
+  KeyStoreOptions,
+  OnConflict,
+  Refusal,
+  VerifiedKey,
+} from "./types.ts";
 import type { KeyStore, KeyStoreOptions } from "./types.ts";
 
 const REVISION = "meta:revision";
-/** Name entries read per batch by `list`. */
-const LIST_CHUNK = 256;
-const UPDATABLE = ["name", "description", "roles", "permissions", "expiresAt"] as const;
+const UPDATABLE = ["name", "description", "roles", "permissions", "expiresAt", "labels"] as const;
 
 /**
  * Creates a key store over an unstorage `Storage`.
@@ -118,6 +128,7 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
   const { bumpRevision, readRevision, audit } = ctx;
   const removals = createRemovals(ctx);
   const create = createCreate(ctx, removals.removeById);
+  const transfer = createTransfer(ctx, removals.removeById, removals.graced);
 
   const storeError = (what: string, error: unknown): ServiceError => {
     if (isServiceError(error)) return error;
@@ -174,6 +185,7 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
           const next = { ...record, ...patch, id, hash: record.hash, createdAt: record.createdAt } as StoredKey;
           if (patch.description !== undefined && !patch.description) delete next.description;
           if (patch.expiresAt === null) delete next.expiresAt;
+          if (patch.labels !== undefined && Object.keys(patch.labels).length === 0) delete next.labels;
           if (next.roles.length + next.permissions.length === 0) {
             throw new ServiceError("INVALID_INPUT", "Please add at least one role or permission to the key.");
           }
@@ -220,20 +232,8 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
 
     list: () =>
       guard("list keys", async () => {
-        // A chunk at a time, each read in one batch (getItems; in a server the fs driver reads a batch a few files at
-        // a time off the event loop): 10,000 keys never hold up the requests served meanwhile.
-        const names = await storage.getKeys("names");
-        const found: ApiKeyInfo[] = [];
-        for (let at = 0; at < names.length; at += LIST_CHUNK) {
-          const ids = (await storage.getItems(names.slice(at, at + LIST_CHUNK)))
-            .filter((entry): entry is { key: string; value: string } => isKeyId(entry.value));
-          const values = await storage.getItems(ids.map(({ value }) => `keys:${value}`));
-          values.forEach(({ value }, i) => {
-            const record = entries.checked(ids[i].value, value);
-            // Only the entry of the record's own name: mid-rename a key has two, and it is listed once.
-            if (record && ids[i].key === nameKey(record.name)) found.push(publicView(record));
-          });
-        }
+        // A chunk of names at a time, each read in one batch: 10,000 keys never hold up the requests served meanwhile.
+        const found = (await transfer.liveRecords()).map((record) => publicView(record));
         for (const record of await removals.graced()) found.push(publicView(record, true));
         // ISO timestamps order as plain strings (localeCompare costs ~100 ms over 10,000 keys).
         return found.sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.name.localeCompare(b.name)));
@@ -259,6 +259,10 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
       }),
 
     audit: (query) => guard("read the audit trail", () => auditLog.read(query)),
+
+    exportRecords: () => guard("export keys", transfer.exportRecords),
+
+    importRecords: (keys, options) => guard("import keys", () => transfer.importRecords(keys, options)),
 
     close: async () => {
       await options.dispose?.();
