@@ -2,7 +2,6 @@
  * Creating a key, and replacing one (`overwrite`, with or without a grace period): the record and secret
  * entry first, then the event, then the commit point on the name (see the top of key-store.ts).
  */
-import { randomUUID } from "../core/_random.ts";
 import type { CreatedKey, StoredKey } from "../core/model.ts";
 import { ServiceError } from "../core/errors.ts";
 import { isKeyId } from "../core/input.ts";
@@ -50,7 +49,7 @@ export function createCreate(ctx: StoreContext, removeById: (id: string, action:
     if (!(await readRevision())) await bumpRevision();
     const secret = generateSecret();
     const record: StoredKey = {
-      id: randomUUID(),
+      id: crypto.randomUUID(),
       name: input.name,
       ...(input.description ? { description: input.description } : {}),
       roles: [...input.roles],

@@ -25,7 +25,6 @@
  *   fix; a file of another user is refused as `_fs-trust.ts` refuses its folders; one of ours that is
  *   looser (or tighter, under a umask like 0277) is made 0600 again on its descriptor when opened.
  */
-import { randomUUID } from "../../core/_random.ts";
 import { constants, type Stats } from "node:fs";
 import { join } from "node:path";
 import { ServiceError } from "../../core/errors.ts";
@@ -74,7 +73,7 @@ const noSpace = (error: unknown) => isCode(error, "ENOSPC", "EDQUOT");
 const rotatedName = () => {
   const now = performance.timeOrigin + performance.now();
   const micros = String(Math.floor((now % 1) * 1000)).padStart(3, "0");
-  return `audit-${new Date(Math.floor(now)).toISOString().replace(/[-:.]/g, "").replace("Z", `${micros}Z`)}-${randomUUID().slice(0, 8)}.log`;
+  return `audit-${new Date(Math.floor(now)).toISOString().replace(/[-:.]/g, "").replace("Z", `${micros}Z`)}-${crypto.randomUUID().slice(0, 8)}.log`;
 };
 
 /**
@@ -248,7 +247,7 @@ export function createFsAuditLog({ dir, trust, files, durable, debug }: FsAuditC
       }
     }
     if (stat?.isFile() && stat.size >= reserveBytes) return;
-    const tmp = `${reservePath}.${randomUUID()}.tmp`;
+    const tmp = `${reservePath}.${crypto.randomUUID()}.tmp`;
     try {
       const fd = await files.open(tmp, CREATE_FLAGS, 0o600);
       try {

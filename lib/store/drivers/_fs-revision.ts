@@ -6,7 +6,6 @@
  * - rewriting the bytes of an existing file needs no new block or inode, so a revocation works on a
  *   full disk.
  */
-import { randomUUID } from "../../core/_random.ts";
 import { closeSync, constants, fstatSync, ftruncateSync, lstatSync, openSync, readSync, writeSync } from "node:fs";
 import type { FileOps } from "./_fs-ops.ts";
 
@@ -43,7 +42,7 @@ export function createRevisionFiles({ files, pathOf, durable, create }: Revision
      */
     async bump(key: string): Promise<void> {
       const path = pathOf(key);
-      const token = randomUUID();
+      const token = crypto.randomUUID();
       let fd;
       try {
         fd = await files.open(path, constants.O_WRONLY | constants.O_NOFOLLOW); // never through a planted link

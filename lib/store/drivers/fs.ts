@@ -8,7 +8,6 @@
  * revocation needs no free space, and the audit log (`_fs-audit.ts`), appended to. unstorage's own fs drivers write in place, which is why this one exists.
  * Which directories it trusts, and whose they are, is decided in `_fs-trust.ts`.
  */
-import { randomUUID } from "../../core/_random.ts";
 import * as fs from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { defineDriver, type Driver } from "unstorage";
@@ -109,7 +108,7 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
   /** Writes `value` durably to a fresh temporary file beside `path` and returns its name. */
   const writeTemp = async (path: string, value: string): Promise<string> => {
     trust.directory(dirname(path), true);
-    const tmp = `${path}.${randomUUID()}${TMP}`;
+    const tmp = `${path}.${crypto.randomUUID()}${TMP}`;
     const fd = await files.open(tmp, "wx", 0o600);
     try {
       try {
@@ -209,7 +208,7 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
         }
         const owner = Number(await read(lockPath));
         if (attempt >= 400 || (owner > 0 && !isAlive(owner))) {
-          const stale = `${lockPath}.${randomUUID()}${TMP}`;
+          const stale = `${lockPath}.${crypto.randomUUID()}${TMP}`;
           // ENOENT: someone else broke it first. Anything else would make this loop spin: give up.
           await files.rename(lockPath, stale).then(() => removeFile(stale), (error) => {
             if (!isCode(error, "ENOENT")) throw error;
