@@ -27,11 +27,12 @@
  */
 import { constants, type Stats } from "node:fs";
 import { join } from "node:path";
+import { isCode } from "../../core/_error-code.ts";
 import { ServiceError } from "../../core/errors.ts";
 import type { AuditEvent } from "../../core/model.ts";
 import { printable } from "../_system-errors.ts";
 import { type AuditLog, auditEventOf, createEventSelector } from "../audit.ts";
-import type { FileOps } from "./_fs-ops.ts";
+import { type FileOps, syncDir as syncDirectory } from "./_fs-ops.ts";
 import { plantedLink, READ_FLAGS, type StoreTrust } from "./_fs-trust.ts";
 
 export interface FsAuditOptions {
@@ -62,7 +63,6 @@ const CHUNK = 1024 * 1024;
 /** Longer than any event the store writes: a "line" past this without an event start is skipped, not held. */
 const MAX_PIECE = 1024 * 1024;
 
-const isCode = (error: unknown, ...codes: string[]) => codes.includes((error as { code?: string })?.code ?? "");
 const noSpace = (error: unknown) => isCode(error, "ENOSPC", "EDQUOT");
 
 /**
@@ -179,15 +179,7 @@ export function createFsAuditLog({ dir, trust, files, durable, debug }: FsAuditC
   const reservePath = join(dir, RESERVE);
 
   const close = (fd: number) => files.close(fd).catch(() => {});
-  const syncDir = async () => {
-    if (!durable) return;
-    const fd = await files.open(dir, constants.O_RDONLY);
-    try {
-      await files.fsync(fd);
-    } finally {
-      await close(fd);
-    }
-  };
+  const syncDir = () => syncDirectory(files, dir, durable);
 
   /**
    * Checks a file of the log just opened (or about to be used) as `fd`: a regular file of the store's owner

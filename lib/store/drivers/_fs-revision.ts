@@ -7,9 +7,8 @@
  *   full disk.
  */
 import { closeSync, constants, fstatSync, ftruncateSync, lstatSync, openSync, readSync, writeSync } from "node:fs";
+import { isCode } from "../../core/_error-code.ts";
 import type { FileOps } from "./_fs-ops.ts";
-
-const isCode = (error: unknown, ...codes: string[]) => codes.includes((error as { code?: string })?.code ?? "");
 
 /** The path's own stat, or undefined when nothing is there any more (the store removed or replaced by a file). */
 function statOf(path: string) {

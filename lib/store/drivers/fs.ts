@@ -11,10 +11,11 @@
 import * as fs from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { defineDriver, type Driver } from "unstorage";
+import { isCode } from "../../core/_error-code.ts";
 import type { AtomicIndex } from "../atomic.ts";
 import type { AuditLog } from "../audit.ts";
 import { createFsAuditLog, type FsAuditOptions } from "./_fs-audit.ts";
-import { blockingOps, threadPoolOps } from "./_fs-ops.ts";
+import { blockingOps, syncDir as syncDirectory, threadPoolOps } from "./_fs-ops.ts";
 import { createRevisionFiles } from "./_fs-revision.ts";
 import { createStoreTrust, plantedLink, READ_FLAGS } from "./_fs-trust.ts";
 
@@ -62,10 +63,6 @@ function withPath(error: unknown, path: string): unknown {
   return error;
 }
 
-function isCode(error: unknown, ...codes: string[]): boolean {
-  return codes.includes((error as { code?: string })?.code ?? "");
-}
-
 /** The driver plus the atomic index operations over the same directory. */
 export type FsDriver = Driver & {
   atomic: AtomicIndex;
@@ -95,15 +92,7 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
       if (!isCode(error, "ENOENT")) throw error;
     });
 
-  const syncDir = async (dir: string) => {
-    if (!durable) return;
-    const fd = await files.open(dir, constants.O_RDONLY);
-    try {
-      await files.fsync(fd);
-    } finally {
-      await files.close(fd);
-    }
-  };
+  const syncDir = (dir: string) => syncDirectory(files, dir, durable);
 
   /** Writes `value` durably to a fresh temporary file beside `path` and returns its name. */
   const writeTemp = async (path: string, value: string): Promise<string> => {
