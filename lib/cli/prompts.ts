@@ -25,6 +25,7 @@ import { ACTIONS, type ApiKeyInfo, type Permission, RESOURCES, type Role, ROLE_D
 import type { KeyBackend, KeyStore } from "../store/key-store.ts";
 import { keyState, shortTime, twinMarks } from "./list.ts";
 import { lifecycleValues } from "./flags.ts";
+import { createKey } from "./create-key.ts";
 import { displayWidth, padEnd } from "./width.ts";
 
 export type { PromptFn };
@@ -172,14 +173,12 @@ export async function interactiveCreate(
 
   // --expires-in counts from the answer to the last question, not from the first.
   const { expiresAt, graceMs } = lifecycleValues(flags, Date.now());
-  const overwrite = replace || Boolean(flags.overwrite);
-  const graceFrom = replace && graceMs ? Date.now() : undefined;
-  const created = await store.create(
+  const { created, graceUntil, record } = await createKey(
+    store,
     { name, description: finalDescription, roles, permissions, ...(expiresAt ? { expiresAt } : {}) },
-    { overwrite, ...(graceFrom !== undefined ? { graceMs } : {}) },
+    { overwrite: replace || Boolean(flags.overwrite), replacing: replace, graceMs },
   );
-  const graceUntil = graceFrom !== undefined ? new Date(graceFrom + graceMs!).toISOString() : undefined;
-  return { ...formatCreated(created, Boolean(flags.json), replace, graceUntil), created: { id: created.id, name: created.name, replaced: replace, graceUntil } };
+  return { ...formatCreated(created, Boolean(flags.json), replace, graceUntil), created: record };
 }
 
 

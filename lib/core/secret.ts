@@ -1,12 +1,11 @@
 /**
- * API key secrets: `sapi_` + 43 base62 characters (256 bits from the system CSPRNG) + a
+ * API key secrets: `sapi_` + 43 base62 characters (256 bits from Web Crypto's `getRandomValues`) + a
  * 6-character base62 CRC-32 of those characters. The prefix lets secret scanners find leaked keys;
  * the checksum lets a server reject a mistyped or forged key without touching the store.
  * Only the SHA-256 of a secret is ever stored.
  */
+import * as nodeCrypto from "node:crypto";
 import { once } from "./_once.ts";
-import { loadNodeCrypto, randomBytes } from "./_random.ts";
-import { sha256HexJs } from "./_sha256.ts";
 
 export const SECRET_PREFIX = "sapi_";
 const ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
@@ -38,7 +37,7 @@ function base62(value: number, width: number): string {
 function randomBase62(length: number): string {
   let out = "";
   while (out.length < length) {
-    for (const byte of randomBytes(length * 2)) {
+    for (const byte of crypto.getRandomValues(new Uint8Array(length * 2))) {
       if (byte < 248 && out.length < length) out += ALPHABET[byte % 62];
     }
   }
@@ -168,25 +167,12 @@ function checksumAt(values: number[], from: number): number {
 }
 
 /**
- * SHA-256 of a string, as lowercase hex, for code that hashes once or twice per process (a create:
- * the name and the secret). Plain JavaScript (./_sha256.ts), so a create does not load node:crypto.
+ * SHA-256 of a string (as UTF-8), as lowercase hex: the one hash of the store (secrets, names), from
+ * node:crypto on Node and Deno alike. Synchronous, which Web Crypto's `subtle.digest` is not: the store
+ * derives keys from names inside synchronous code. `crypto.hash` (Node 20.12+, Deno) is the one-shot
+ * form, faster per call than `createHash` for the short strings hashed here.
  * @example sha256Hex("abc") // "ba7816bf…"
  */
-export const sha256Hex: (text: string) => string = sha256HexJs;
-
-/**
- * The same digest for code that hashes on every request (the service's verification): node:crypto's
- * one-shot `crypto.hash` (Node 20.12+, Deno; `createHash` before) is about five times faster than the
- * JavaScript (0.5 vs 2.5 µs here). node:crypto is loaded on the first call (`loadNodeCrypto`); where it
- * cannot be, the JavaScript serves.
- */
-export function sha256HexHot(text: string): string {
-  return hotSha256Hex()(text);
-}
-
-const hotSha256Hex = once((): ((text: string) => string) => {
-  const nodeCrypto = loadNodeCrypto();
-  if (!nodeCrypto) return sha256HexJs;
-  const { hash, createHash } = nodeCrypto as { hash?: typeof nodeCrypto.hash; createHash: typeof nodeCrypto.createHash };
-  return hash ? (text) => hash("sha256", text, "hex") : (text) => createHash("sha256").update(text).digest("hex");
-});
+export const sha256Hex: (text: string) => string = typeof nodeCrypto.hash === "function"
+  ? (text) => nodeCrypto.hash("sha256", text, "hex")
+  : (text) => nodeCrypto.createHash("sha256").update(text).digest("hex");

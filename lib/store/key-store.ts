@@ -66,7 +66,6 @@
 import { createStorage } from "unstorage";
 import type { ApiKeyInfo, StoredKey } from "../core/model.ts";
 import { isServiceError, ServiceError } from "../core/errors.ts";
-import { randomUUID } from "../core/_random.ts";
 import { checkKeyPatch, lookupName } from "./_input.ts";
 import { isKeyId } from "../core/input.ts";
 import { describeSystemError } from "./_system-errors.ts";
@@ -120,7 +119,7 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
     entries,
     now,
     debug,
-    bumpRevision: () => (atomic.bump ? atomic.bump(REVISION) : storage.setItem(REVISION, randomUUID())),
+    bumpRevision: () => (atomic.bump ? atomic.bump(REVISION) : storage.setItem(REVISION, crypto.randomUUID())),
     readRevision: atomic.version ? () => atomic.version!(REVISION) : async () => String((await storage.getItem(REVISION)) ?? ""),
     audit: (action, key, change, extra) =>
       auditLog.append({ at: iso(now()), action, id: key.id, name: key.name, actor: change.actor ?? options.actor ?? localActor(), ...extra }),

@@ -29,6 +29,7 @@ import { type ApikeyFlags, chooseMode, lifecycleValues, type LifecycleValues } f
 import type { CliBackend, CommandDef, CommandIO } from "../command.ts";
 import { deliver } from "../output.ts";
 import { checkOutputTarget } from "../secret-file.ts";
+import { createKey } from "../create-key.ts";
 import { withStoreHint } from "../store-hint.ts";
 import { jsonLine } from "../json-text.ts";
 
@@ -141,25 +142,23 @@ async function create(flags: ApikeyFlags, values: LifecycleValues, store: CliBac
   if (flags.output !== undefined) checkOutputTarget(flags.output, Boolean(flags.force));
   const overwrite = Boolean(flags.overwrite);
   const { graceMs } = values;
-  // With --grace, whether there is a key to keep working, and from when its period runs (the store starts
-  // it a moment later, so the old secret works at least until the time the summary gives).
-  // With --overwrite, whether a key is there to replace: the summary says "Replaced" only then.
+  // With --overwrite, whether a key is there to replace: the summary says "Replaced" (and, with --grace,
+  // until when the old secret works) only then.
   const replacing = overwrite && (await store.getByName(input.name)) !== null;
-  const graceFrom = graceMs && replacing ? Date.now() : undefined;
-  let created;
+  let made;
   try {
-    created = await store.create(input, { overwrite, ...(graceMs ? { graceMs } : {}) });
+    made = await createKey(store, input, { overwrite, replacing, graceMs });
   } catch (error) {
     // Taken, also by a create that won a race with ours: idempotent success, nothing created.
     const existing = flags.ifNotExists && isServiceError(error) && error.code === "NAME_TAKEN" ? await store.getByName(input.name) : null;
     if (!existing) throw error;
     return formatExisting(existing, asJson, env);
   }
-  const graceUntil = graceFrom === undefined ? undefined : new Date(graceFrom + graceMs!).toISOString();
+  const { created, graceUntil, record } = made;
   const output = env ? formatEnv(created, replacing, graceUntil) : formatCreated(created, asJson, replacing, graceUntil);
   // With --if-not-exists a script reads `.created`; a plain create keeps the specified shape exactly.
   if (flags.ifNotExists && asJson) output.stdout = jsonLine({ ...createdJson(created), created: true });
-  return { ...output, created: { id: created.id, name: created.name, replaced: replacing, graceUntil } };
+  return { ...output, created: record };
 }
 
 async function update(flags: ApikeyFlags, values: LifecycleValues, store: CliBackend, asJson: boolean): Promise<Output> {

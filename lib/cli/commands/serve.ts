@@ -8,7 +8,7 @@ import { ServiceError } from "../../core/errors.ts";
 import type { Output } from "../format-results.ts";
 import type { CommandDef } from "../command.ts";
 import { bindThenSettleAsOwner, describeStore, openKeyStore, parseStoreSpec, storeSource } from "../../store/config.ts";
-import { redactSecrets, sha256HexHot } from "../../core/secret.ts";
+import { redactSecrets } from "../../core/secret.ts";
 import { withStoreHint } from "../store-hint.ts";
 
 export interface ServeFlags {
@@ -110,7 +110,6 @@ export async function runServe(
   });
   info(`serving store ${describeStore(spec)} (from ${storeSource(flags.store, env).detail})`);
   const metrics = createMetrics({ store, allow, gcMetrics });
-  sha256HexHot(""); // loads node:crypto for verification now (~4 ms), not during the first request
   let server;
   try {
     // Root on another user's store acts as that user (see the store's trust rules); a server binds its port

@@ -109,3 +109,16 @@ export const blockingOps: FileOps = {
   fchmod: async (fd, mode) => fs.fchmodSync(fd, mode),
 };
 
+/**
+ * fsync(2) of a directory, which makes a file created, renamed or removed in it durable; nothing when
+ * `durable` is false. A failed close of the directory changes nothing that was synced, so it is ignored.
+ */
+export async function syncDir(files: FileOps, dir: string, durable = true): Promise<void> {
+  if (!durable) return;
+  const fd = await files.open(dir, fs.constants.O_RDONLY);
+  try {
+    await files.fsync(fd);
+  } finally {
+    await files.close(fd).catch(() => {});
+  }
+}
