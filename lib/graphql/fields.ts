@@ -3,7 +3,7 @@
  * permission it needs; a key without it gets `null` for that field and a `FORBIDDEN` error (a
  * standard partial result). Input goes through the same valibot schemas as the CLI.
  */
-import { ACTIONS, type Actor, type ApiKeyInfo, type AuthAction, type KeyPatch, type Permission, type Resource, RESOURCES, ROLES, type Role } from "../core/model.ts";
+import { ACTIONS, type Actor, type ApiKeyInfo, type AuditEvent, type AuthAction, type KeyPatch, type Permission, type Resource, RESOURCES, ROLES, type Role } from "../core/model.ts";
 import { ServiceError } from "../core/errors.ts";
 import { DescriptionSchema, NameSchema, parseCreateInput, parseInput, PermissionsSchema, RolesSchema } from "../core/input.ts";
 import { can, canPair, effectivePermissions, escalation, type Grants } from "../core/policy.ts";
@@ -16,6 +16,8 @@ export type GraphQLContext = {
   store: KeyStore;
   /** This request's `store.list()`, once asked for. */
   listed?: Promise<ApiKeyInfo[]>;
+  /** This request's reads of the audit trail, by their arguments, and the events they may return in all. */
+  audited?: { reads: Map<string, Promise<AuditEvent[]>>; events: number };
 };
 
 type Args = Record<string, any>;
@@ -89,16 +91,46 @@ const grants = (roles: Role[] = [], permissions: Permission[] = []): Grants => (
 /** The calling key, as the audit trail names who made a change. */
 const actorOf = (key: ApiKeyInfo): Actor => ({ kind: "key", id: key.id, name: key.name });
 
-/** `auditLog(limit)`: the default, and the most one answer holds (about 2 MB of JSON). */
+/**
+ * `auditLog(limit)`: the default, and the most one answer holds (about 2 MB of JSON). `max` is also what one
+ * request may read in all: aliases with the same arguments share one read, different ones add their limits.
+ */
 export const AUDIT_LOG_LIMIT = { default: 1_000, max: 10_000 } as const;
 
-/** `auditLog`'s arguments as a store query; `since` reads like `apikey --audit --since`. */
-function auditQuery(args: Args, now: number): { since?: number; limit: number } {
+/** `auditLog`'s arguments as a store query; `since` and `before` read like `apikey --audit --since`. */
+function auditQuery(args: Args, now: number): { since?: number; before?: number; limit: number } {
   const limit = args.limit ?? AUDIT_LOG_LIMIT.default;
   if (!(limit >= 1 && limit <= AUDIT_LOG_LIMIT.max)) {
     throw new ServiceError("INVALID_INPUT", `auditLog: limit is from 1 to ${AUDIT_LOG_LIMIT.max} (got ${limit})`);
   }
-  return args.since == null ? { limit } : { since: parseSince(args.since, now, "since"), limit };
+  return {
+    ...(args.since == null ? {} : { since: parseSince(args.since, now, "since") }),
+    ...(args.before == null ? {} : { before: parseSince(args.before, now, "before") }),
+    limit,
+  };
+}
+
+/**
+ * The events `auditLog` returns for these arguments: read once per request for each set of arguments, like
+ * `apiKeys`, and refused once the request's reads would return more than `AUDIT_LOG_LIMIT.max` in all, so
+ * that no request costs more than the largest single answer.
+ */
+function auditLog(args: Args, context: GraphQLContext): Promise<AuditEvent[]> {
+  const query = auditQuery(args, Date.now());
+  const audited = (context.audited ??= { reads: new Map(), events: 0 });
+  const same = JSON.stringify([args.since ?? null, args.before ?? null, query.limit]);
+  let read = audited.reads.get(same);
+  if (!read) {
+    if (audited.events + query.limit > AUDIT_LOG_LIMIT.max) {
+      throw new ServiceError(
+        "INVALID_INPUT",
+        `auditLog: one request reads at most ${AUDIT_LOG_LIMIT.max} events in all, and its auditLog fields with different arguments ask for more (${audited.events + query.limit}); give aliases the same arguments (they share one read) or send separate requests`,
+      );
+    }
+    audited.events += query.limit;
+    audited.reads.set(same, read = context.store.audit(query));
+  }
+  return read;
 }
 
 /** `CreateApiKeyInput.graceSeconds` in ms, checked: only with overwrite, 1 s to 24 h. */
@@ -139,8 +171,8 @@ export const QUERY: Readonly<Record<string, Rule>> = {
   online: { needs: "ONLINE:READ_ANY", keyOnly: true, resolve: () => true },
   // Each field of Info resolves itself (info.ts), so a request reads only the host facts it selects.
   info: { needs: "INFO:READ_ANY", resolve: () => ({}) },
-  // Never remembered by the answer cache (not keyOnly): each request reads the trail.
-  auditLog: { needs: "API_KEY:READ_ANY", resolve: (a, { store }) => store.audit(auditQuery(a, Date.now())) },
+  // Never remembered by the answer cache (not keyOnly): each request reads the trail, once per set of arguments.
+  auditLog: { needs: "API_KEY:READ_ANY", resolve: auditLog },
 };
 
 /** The rules of the `Mutation.apiKey` fields. */
