@@ -3,12 +3,13 @@
  * permission it needs; a key without it gets `null` for that field and a `FORBIDDEN` error (a
  * standard partial result). Input goes through the same valibot schemas as the CLI.
  */
-import { ACTIONS, type Actor, type ApiKeyInfo, type AuditEvent, type AuthAction, type KeyPatch, type Permission, type Resource, RESOURCES, ROLES, type Role } from "../core/model.ts";
+import { ACTIONS, type Actor, type ApiKeyInfo, type AuthAction, type KeyPatch, type Permission, type Resource, RESOURCES, ROLES, type Role } from "../core/model.ts";
 import { ServiceError } from "../core/errors.ts";
 import { DescriptionSchema, NameSchema, parseCreateInput, parseInput, PermissionsSchema, RolesSchema } from "../core/input.ts";
 import { can, canPair, effectivePermissions, escalation, type Grants } from "../core/policy.ts";
-import { MAX_GRACE_MS, parseInstant, parseSince, untilOf } from "../core/lifecycle.ts";
+import { MAX_GRACE_MS, parseInstant, untilOf } from "../core/lifecycle.ts";
 import type { KeyStore } from "../store/key-store.ts";
+import { type AuditContext, auditLog } from "./audit-log.ts";
 
 /** What every resolver sees: the authenticated key and the store. */
 export type GraphQLContext = {
@@ -16,9 +17,7 @@ export type GraphQLContext = {
   store: KeyStore;
   /** This request's `store.list()`, once asked for. */
   listed?: Promise<ApiKeyInfo[]>;
-  /** This request's reads of the audit trail, by their arguments, and the events they may return in all. */
-  audited?: { reads: Map<string, Promise<AuditEvent[]>>; events: number };
-};
+} & Pick<AuditContext, "audited">;
 
 type Args = Record<string, any>;
 type Resolver = (args: Args, context: GraphQLContext, source: any) => unknown;
@@ -90,48 +89,6 @@ const grants = (roles: Role[] = [], permissions: Permission[] = []): Grants => (
 
 /** The calling key, as the audit trail names who made a change. */
 const actorOf = (key: ApiKeyInfo): Actor => ({ kind: "key", id: key.id, name: key.name });
-
-/**
- * `auditLog(limit)`: the default, and the most one answer holds (about 2 MB of JSON). `max` is also what one
- * request may read in all: aliases with the same arguments share one read, different ones add their limits.
- */
-export const AUDIT_LOG_LIMIT = { default: 1_000, max: 10_000 } as const;
-
-/** `auditLog`'s arguments as a store query; `since` and `before` read like `apikey --audit --since`. */
-function auditQuery(args: Args, now: number): { since?: number; before?: number; limit: number } {
-  const limit = args.limit ?? AUDIT_LOG_LIMIT.default;
-  if (!(limit >= 1 && limit <= AUDIT_LOG_LIMIT.max)) {
-    throw new ServiceError("INVALID_INPUT", `auditLog: limit is from 1 to ${AUDIT_LOG_LIMIT.max} (got ${limit})`);
-  }
-  return {
-    ...(args.since == null ? {} : { since: parseSince(args.since, now, "since") }),
-    ...(args.before == null ? {} : { before: parseSince(args.before, now, "before") }),
-    limit,
-  };
-}
-
-/**
- * The events `auditLog` returns for these arguments: read once per request for each set of arguments, like
- * `apiKeys`, and refused once the request's reads would return more than `AUDIT_LOG_LIMIT.max` in all, so
- * that no request costs more than the largest single answer.
- */
-function auditLog(args: Args, context: GraphQLContext): Promise<AuditEvent[]> {
-  const query = auditQuery(args, Date.now());
-  const audited = (context.audited ??= { reads: new Map(), events: 0 });
-  const same = JSON.stringify([args.since ?? null, args.before ?? null, query.limit]);
-  let read = audited.reads.get(same);
-  if (!read) {
-    if (audited.events + query.limit > AUDIT_LOG_LIMIT.max) {
-      throw new ServiceError(
-        "INVALID_INPUT",
-        `auditLog: one request reads at most ${AUDIT_LOG_LIMIT.max} events in all, and its auditLog fields with different arguments ask for more (${audited.events + query.limit}); give aliases the same arguments (they share one read) or send separate requests`,
-      );
-    }
-    audited.events += query.limit;
-    audited.reads.set(same, read = context.store.audit(query));
-  }
-  return read;
-}
 
 /** `CreateApiKeyInput.graceSeconds` in ms, checked: only with overwrite, 1 s to 24 h. */
 function graceOf(input: Args): number | undefined {
