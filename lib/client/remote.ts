@@ -18,6 +18,8 @@ const FIELDS = "id name description roles createdAt permissions { resource actio
 const EVENT_FIELDS = "at action id name actor { kind user host id name } changed replaced";
 /** Events asked for in one `auditLog` answer: about 250 KB of JSON, and 1.2 MB at most, well under the client's 4 MiB. */
 const AUDIT_PAGE = 1_000;
+/** Pages read at most: far past any trail the service keeps (a 20 MiB log, 100,000 Redis entries). */
+const AUDIT_PAGES = 1_000;
 
 /** A time from the server: ISO 8601 or the answer is refused (it is printed and compared as one). */
 const ServerTime = v.pipe(v.string(), v.isoTimestamp(), v.transform((s) => untrustedText(s)));
@@ -76,6 +78,9 @@ function toInfo({ id, name, description, roles, permissions, createdAt, expiresA
     ...(graceUntil ? { graceUntil } : {}),
   };
 }
+
+/** The error for `auditLog` pages that would never end. */
+const wrongPages = (what: string) => new ServiceError("INTERNAL", `The service's audit trail came back with ${what}; stopped reading`);
 
 /** An event in the store's shape: no null fields. */
 function toEvent({ at, action, id, name, actor, changed, replaced }: v.InferOutput<typeof EventSchema>): AuditEvent {
@@ -175,6 +180,7 @@ export function createRemoteBackend(options: RemoteBackendOptions | { client: Cl
       const wanted = query.limit ?? Infinity;
       const since = query.since === undefined ? undefined : new Date(query.since).toISOString();
       const events: AuditEvent[] = [];
+      let pages = 0;
       /** How many of the events received share the oldest time, the first `n` of `events`. */
       const oldestShared = () => {
         let n = 0;
@@ -192,13 +198,18 @@ export function createRemoteBackend(options: RemoteBackendOptions | { client: Cl
           AuditSchema,
         );
         const page = data.auditLog.map(toEvent);
+        // Each page goes further back, so the listing ends: a service that answers otherwise is refused.
+        if (before !== undefined && page.some((e) => !(Date.parse(e.at) < before!))) throw wrongPages("an event not before the time asked");
+        if (++pages > AUDIT_PAGES) throw wrongPages(`over ${AUDIT_PAGES * AUDIT_PAGE} events; narrow the listing with --since or --limit`);
         let fresh = page.length;
         for (let n = 0; n < have && fresh > 0 && Date.parse(page[fresh - 1].at) === Date.parse(events[0].at); n++) fresh--;
         events.unshift(...page.slice(0, fresh));
-        if (page.length < limit || fresh === 0) break;
+        if (page.length < limit || fresh === 0 || events.length >= wanted) break;
         // A whole page of one millisecond could never move on: then go on strictly before it.
         const oldest = Date.parse(events[0].at);
-        before = oldestShared() < AUDIT_PAGE ? oldest + 1 : oldest;
+        const next = oldestShared() < AUDIT_PAGE ? oldest + 1 : oldest;
+        if (before !== undefined && next >= before) throw wrongPages("pages that do not go back in time");
+        before = next;
       }
       return events.slice(Math.max(0, events.length - wanted));
     },

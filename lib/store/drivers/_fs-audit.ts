@@ -66,7 +66,7 @@ export interface FsAuditContext {
   files: FileOps;
   /** fsync before an append counts as done. */
   durable: boolean;
-  /** Detail for LOG_LEVEL=debug: a file read only in its last part. */
+  /** Detail for LOG_LEVEL=debug: a file read only in its last part, and what each read took. */
   debug?: (message: string) => void;
 }
 
