@@ -9,6 +9,7 @@ import { type AuditLog, createMemoryAuditLog } from "../lib/store/audit.ts";
 import { createBackwardScanner, MAX_PIECE } from "../lib/store/drivers/_fs-audit-scan.ts";
 import { fsDriver } from "../lib/store/drivers/fs.ts";
 import { openRedisBackend } from "../lib/store/drivers/redis.ts";
+import { layTrail } from "../bench/_audit-trail.mjs";
 import { tempDir } from "./helpers/cli.ts";
 import { type RedisServer, startRedis } from "./helpers/redis.ts";
 
@@ -67,6 +68,33 @@ describe("reading files from the end", () => {
       expect(latest.map((e) => e.name)).toContain("Schlüssel 1500 鍵");
       expect(latest.map((e) => Date.parse(e.at) - T0)).toEqual([...Array.from({ length: 199 }, (_, k) => 1_801 + k).slice(0, 99), 1_900, ...Array.from({ length: 100 }, (_, k) => 1_900 + k)]);
       expect(await log.read({ since: T0 + 1_850 })).toHaveLength(151);
+    } finally {
+      tmp.cleanup();
+    }
+  });
+});
+
+describe("what a read costs on a trail laid out as rotation leaves it (about 20 MiB in 5 files)", () => {
+  it("since and limit read the current log's last part, never the rotated files they exclude", async () => {
+    const tmp = tempDir("service-api-audit-cost-");
+    try {
+      const base = join(tmp.dir, "keys");
+      const end = Date.now() - 60_000;
+      expect(layTrail(base, { events: 42_000, end })).toHaveLength(5);
+      const said: string[] = [];
+      const log = fsDriver({ base, debug: (m) => said.push(m) }).audit;
+      const cost = async (query: object) => {
+        said.length = 0;
+        const events = await log.read(query);
+        const [, bytes, files] = /read (\d+) bytes of (\d+) file/.exec(said.join("\n"))!.map(Number);
+        return { events: events.length, bytes, files };
+      };
+      expect(await cost({ limit: 1 })).toMatchObject({ events: 1, files: 1 });
+      expect((await cost({ limit: 1 })).bytes).toBeLessThan(1024 * 1024);
+      expect(await cost({ since: end - 99 })).toMatchObject({ events: 100, files: 1 });
+      expect(await cost({ since: end - 99, limit: 1000 })).toMatchObject({ events: 100, files: 1 });
+      expect(await cost({ limit: 10_000 })).toMatchObject({ events: 10_000, files: 2 });
+      expect(await cost({})).toMatchObject({ events: 42_000, files: 5 });
     } finally {
       tmp.cleanup();
     }
