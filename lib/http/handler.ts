@@ -82,6 +82,18 @@ const CONTENT_TYPE: Record<GraphQLMediaType, string> = {
 };
 
 /**
+ * On every /graphql answer: it is the caller's (a key list, an error about their key), so no cache may
+ * keep it, and one that does anyway must tell callers apart by their credential. A shared cache that does
+ * not take `x-api-key` for one (Varnish's defaults) would otherwise serve one key's answer to others.
+ */
+const PRIVATE_HEADERS = { "cache-control": "no-store", vary: "Authorization, x-api-key" } as const;
+/** `response` with PRIVATE_HEADERS (itself when it has them: computed answers get them as they are made). */
+const privately = (response: ServiceResponse): ServiceResponse =>
+  response.headers["cache-control"] === PRIVATE_HEADERS["cache-control"]
+    ? response
+    : { ...response, headers: Object.assign({}, response.headers, PRIVATE_HEADERS) };
+
+/**
  * `execute`, refusing variables over the limits before any work (see `limits.ts`); a repeated query
  * runs compiled (`compiled.ts`).
  */
@@ -243,7 +255,7 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
         const settle = (result: ExecutionResult): Promise<Computed> | Computed => {
           if (result.errors) return handOver(context, result), viaGraphqlHttp(state);
           trace.operation = "query";
-          const response = { status: 200, headers: { "content-type": CONTENT_TYPE[mediaType] }, body: JSON.stringify(result) };
+          const response = { status: 200, headers: { "content-type": CONTENT_TYPE[mediaType], ...PRIVATE_HEADERS }, body: JSON.stringify(result) };
           return { response, keyOnly: run.keyOnly };
         };
         return isPromise(run.result) ? run.result.then(settle) : settle(run.result);
@@ -267,7 +279,7 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
       // graphql-http's 405 (a mutation over GET) has no content type and no code.
       init.status === 405
         ? { response: mutationOverGet(), keyOnly: false }
-        : { response: { status: init.status, headers: { ...init.headers }, body: text }, keyOnly: state.keyOnly }
+        : { response: { status: init.status, headers: { ...init.headers, ...PRIVATE_HEADERS }, body: text }, keyOnly: state.keyOnly }
     );
   };
 
@@ -282,6 +294,7 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
   /** What /graphql answers, in the media type negotiated and with CORS, once `handleGraphQL` has answered. */
   const finishGraphQL = (request: ServiceRequest, response: ServiceResponse, mediaType: GraphQLMediaType | null): ServiceResponse => {
     if (mediaType !== null) response = inMediaType(response, mediaType);
+    response = privately(response);
     return cors ? cors.decorate(request, response) : response;
   };
   const worked = (response: ServiceResponse) => {
