@@ -1,6 +1,6 @@
 /**
- * The key store, over any unstorage `Storage`. Creating and replacing keys is in `_create.ts`, removing them in
- * `_remove.ts`, verifying in `_verify.ts`; updates, reads and last use are here. The rules they keep together:
+ * The key store, over any unstorage `Storage`. Creating and replacing keys is in `_create.ts`, rotating them in
+ * `_rotate.ts`, removing them in `_remove.ts`, verifying in `_verify.ts`; updates, reads and last use are here. The rules they keep together:
  *
  * Layout:
  *
@@ -8,9 +8,10 @@
  *   names:<sha256(name)> the id of the live key with that name   <- the commit point
  *   secrets:<sha256>     the id of the key with that secret
  *
- *   grace:<sha256(name)> the id of the key that name had before an overwrite with a grace period:
+ *   grace:<sha256(name)> the id of the key that name had before an overwrite with a grace period (or
+ *                        of a twin of the key, holding its old secret, after a rotation with one):
  *                        accepted until its record's `graceUntil` (one per name; a second overwrite
- *                        with grace ends the first one's period)
+ *                        or rotation with grace ends the first one's period)
  *   meta:revision        changes whenever a key is deleted, replaced or updated
  *
  * The audit trail is kept beside it (`AuditLog`): each change appends its event before the change's
@@ -74,10 +75,11 @@ import { createMemoryAuditLog, localActor } from "./audit.ts";
 import { iso, type StoreContext } from "./_context.ts";
 import { createRemovals } from "./_remove.ts";
 import { createCreate } from "./_create.ts";
+import { createRotate } from "./_rotate.ts";
 
 export { type AtomicIndex, createLocalAtomicIndex } from "./atomic.ts";
 import { createLocalAtomicIndex } from "./atomic.ts";
-export type { ChangeOptions, CreateOptions, KeyBackend, KeyStore, KeyStoreOptions, Refusal, VerifiedKey } from "./types.ts";
+export type { ChangeOptions, CreateOptions, KeyBackend, KeyStore, KeyStoreOptions, Refusal, RotateOptions, VerifiedKey } from "./types.ts";
 import type { KeyStore, KeyStoreOptions } from "./types.ts";
 
 const REVISION = "meta:revision";
@@ -116,6 +118,7 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
   const { bumpRevision, readRevision, audit } = ctx;
   const removals = createRemovals(ctx);
   const create = createCreate(ctx, removals.removeById);
+  const rotate = createRotate(ctx, removals.removeById);
 
   const storeError = (what: string, error: unknown): ServiceError => {
     if (isServiceError(error)) return error;
@@ -147,6 +150,8 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
 
   const store: KeyStore = {
     create: (input, options) => guard("create a key", () => create(input, options)),
+
+    rotate: (id, options) => guard("rotate a key", () => rotate(id, options)),
 
     deleteByName: (name, options) => guard("delete a key", () => removals.deleteByName(name, options)),
 

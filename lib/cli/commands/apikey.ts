@@ -30,6 +30,7 @@ import { deliver } from "../output.ts";
 import { checkOutputTarget } from "../secret-file.ts";
 import { withStoreHint } from "../store-hint.ts";
 import { jsonLine } from "../json-text.ts";
+import { overwriteNotice, rotateKey } from "../rotate.ts";
 
 export type { ApikeyFlags, KeyBackend };
 
@@ -76,6 +77,7 @@ export async function runApikey(flags: ApikeyFlags, store: CliBackend, context: 
   if (mode === "audit") return await (await import("../lifecycle.ts")).showAudit(store, values, asJson);
   if (mode === "create") return await create(flags, values, store, context, asJson);
   if (mode === "update") return await update(flags, values, store, asJson);
+  if (mode === "rotate") return await rotateKey(flags, values, store, asJson);
 
   if (flags.expired) return await (await import("../lifecycle.ts")).deleteExpired(store, asJson);
 
@@ -129,7 +131,8 @@ async function create(flags: ApikeyFlags, values: LifecycleValues, store: CliBac
   // With --grace, whether there is a key to keep working, and from when its period runs (the store starts
   // it a moment later, so the old secret works at least until the time the summary gives).
   // With --overwrite, whether a key is there to replace: the summary says "Replaced" only then.
-  const replacing = overwrite && (await store.getByName(input.name)) !== null;
+  const old = overwrite ? await store.getByName(input.name) : null;
+  const replacing = old !== null;
   const graceFrom = graceMs && replacing ? Date.now() : undefined;
   let created;
   try {
@@ -142,6 +145,8 @@ async function create(flags: ApikeyFlags, values: LifecycleValues, store: CliBac
   }
   const graceUntil = graceFrom === undefined ? undefined : new Date(graceFrom + graceMs!).toISOString();
   const output = env ? formatEnv(created, replacing, graceUntil) : formatCreated(created, asJson, replacing, graceUntil);
+  const lost = old && overwriteNotice(old, created);
+  if (lost) output.notice = output.notice ? `${output.notice}\n${lost}` : lost;
   // With --if-not-exists a script reads `.created`; a plain create keeps the specified shape exactly.
   if (flags.ifNotExists && asJson) output.stdout = jsonLine({ ...createdJson(created), created: true });
   return { ...output, created: { id: created.id, name: created.name, replaced: replacing, graceUntil } };
@@ -210,11 +215,12 @@ async function terminal(): Promise<TerminalState> {
 
 /** `service-api apikey`: flags, help text and `run`. */
 export const command: CommandDef<ApikeyCommandFlags> = {
-  description: "Create, delete, update or list API keys, and read their audit trail",
+  description: "Create, delete, update, rotate or list API keys, and read their audit trail",
   usage: [
     "service-api apikey --create --name <name> [-r <roles>] [-p <perms>] [-d <text>] [--expires-in <dur> | --expires-at <time>] [--overwrite [--grace <dur>] | --if-not-exists] [--json | --format env] [--output <file> [--force]]",
     "service-api apikey --delete [--name <name> | --id <id> | --expired] [--if-exists] [--json]",
     "service-api apikey --update (--name <name> | --id <id>) [-r <roles>] [-p <perms>] [-d <text>] [--rename <name>] [--expires-in <dur> | --expires-at <time> | --no-expiry] [--json]",
+    "service-api apikey --rotate (--name <name> | --id <id>) [--grace <dur>] [--json | --format env] [--output <file> [--force]]",
     "service-api apikey --list [--json]",
     "service-api apikey --audit [--since <dur|time>] [--limit <n>] [--json]",
   ],
@@ -222,10 +228,11 @@ export const command: CommandDef<ApikeyCommandFlags> = {
     { flag: "--create", help: "Create a key" },
     { flag: "--delete", help: "Delete a key (interactive without --name, --id or --expired)" },
     { flag: "--update", help: "Change a key's roles, permissions, description, name or expiry; its secret stays" },
+    { flag: "--rotate", help: "Give a key a new secret; its id, roles, permissions, description and expiry stay" },
     { flag: "--list", help: "List keys (never their secrets), with their expiry and last use" },
     { flag: "--audit", help: "Print the audit trail: who created, replaced, updated or deleted which key, oldest first" },
     { flag: "--name <name>", help: "Key name: letters, digits and spaces" },
-    { flag: "--id <id>", help: "Key id, instead of --name (delete, update)" },
+    { flag: "--id <id>", help: "Key id, instead of --name (delete, update, rotate)" },
     { flag: "-d, --description <desc>", help: "Free-text description (update: replaces it; \"\" removes it)" },
     { flag: "-r, --roles <roles>", help: "Comma-separated roles: ADMIN, CONNECT, VIEWER, GUEST (update: replaces them)" },
     { flag: "-p, --permissions <perms>", help: "Comma-separated RESOURCE:ACTION pairs, e.g. DOCKER:READ_ANY (update: replaces them)" },
@@ -234,15 +241,15 @@ export const command: CommandDef<ApikeyCommandFlags> = {
     { flag: "--expires-at <time>", help: "create, update: the key stops working at this ISO 8601 time, e.g. 2026-12-31T18:00:00Z" },
     { flag: "--no-expiry", help: "update: the key never expires" },
     { flag: "--overwrite", help: "Replace an existing key of the same name (new id and secret)" },
-    { flag: "--grace <duration>", help: "with --overwrite: the replaced secret keeps working this long (at most 24h)" },
+    { flag: "--grace <duration>", help: "with --overwrite or --rotate: the replaced secret keeps working this long (at most 24h)" },
     { flag: "--if-not-exists", help: "create: exit 0 and create nothing when the name is taken" },
     { flag: "--if-exists", help: "delete: exit 0 when there is nothing to delete" },
     { flag: "--expired", help: "delete: every key whose expiry or grace period has passed (exit 0 when none)" },
     { flag: "--since <dur|time>", help: "audit: events since a duration ago (7d) or an ISO 8601 time" },
     { flag: "--limit <n>", help: "audit: only the latest n events" },
-    { flag: "--output <file>", help: "create: write the secret (or the JSON) to a new file, mode 0600, instead of stdout" },
+    { flag: "--output <file>", help: "create, rotate: write the secret (or the JSON) to a new file, mode 0600, instead of stdout" },
     { flag: "--force", help: "with --output: replace an existing file (atomically)" },
-    { flag: "--format <fmt>", help: "create: text (default), json (as --json) or env (SERVICE_API_KEY=... lines)" },
+    { flag: "--format <fmt>", help: "create, rotate: text (default), json (as --json) or env (SERVICE_API_KEY=... lines)" },
     { flag: "--json", help: "Print the result as one JSON object" },
     { flag: "--url <base_url>", help: "Act on a running service instead of a store (env SERVICE_API_URL; key in SERVICE_API_KEY)" },
   ],
@@ -252,6 +259,7 @@ export const command: CommandDef<ApikeyCommandFlags> = {
     "service-api apikey --create --name \"ci deploy\" -r ADMIN --expires-in 1h --json",
     "service-api apikey --create --name ci -r VIEWER --overwrite --grace 10m",
     "service-api apikey --update --name ci -p DOCKER:READ_ANY",
+    "service-api apikey --rotate --name ci --grace 10m --output ci.key",
     "service-api apikey --delete --name \"deploy key\" --if-exists",
     "service-api apikey --delete --expired --json",
     "service-api apikey --audit --since 7d",
