@@ -73,3 +73,10 @@ export function overwriteNotice(old: ApiKeyInfo, created: ApiKeyInfo): string | 
   return `Note: the new key does not carry over ${list} of the key it replaced: --overwrite makes a new key from the flags given. ` +
     "To change only a key's secret and keep its settings, use --rotate.";
 }
+
+/** Adds `overwriteNotice` to a create's stderr, when an overwrite of `old` dropped any of its settings. */
+export function noteDropped(output: Output, old: ApiKeyInfo | null | undefined, created: ApiKeyInfo): Output {
+  const lost = old ? overwriteNotice(old, created) : undefined;
+  if (lost) output.notice = output.notice ? `${output.notice}\n${lost}` : lost;
+  return output;
+}

@@ -30,7 +30,7 @@ import { deliver } from "../output.ts";
 import { checkOutputTarget } from "../secret-file.ts";
 import { withStoreHint } from "../store-hint.ts";
 import { jsonLine } from "../json-text.ts";
-import { overwriteNotice, rotateKey } from "../rotate.ts";
+import { noteDropped, rotateKey } from "../rotate.ts";
 
 export type { ApikeyFlags, KeyBackend };
 
@@ -145,8 +145,7 @@ async function create(flags: ApikeyFlags, values: LifecycleValues, store: CliBac
   }
   const graceUntil = graceFrom === undefined ? undefined : new Date(graceFrom + graceMs!).toISOString();
   const output = env ? formatEnv(created, replacing, graceUntil) : formatCreated(created, asJson, replacing, graceUntil);
-  const lost = old && overwriteNotice(old, created);
-  if (lost) output.notice = output.notice ? `${output.notice}\n${lost}` : lost;
+  noteDropped(output, old, created);
   // With --if-not-exists a script reads `.created`; a plain create keeps the specified shape exactly.
   if (flags.ifNotExists && asJson) output.stdout = jsonLine({ ...createdJson(created), created: true });
   return { ...output, created: { id: created.id, name: created.name, replaced: replacing, graceUntil } };
