@@ -2,11 +2,12 @@
 // process on an fs store that a server (port 0, another process) serves, so the old secret's refusal is
 // checked where clients meet it; GraphQL `apiKey { rotate }` and remote mode (`--url`) go through that server.
 // Also the notice of `--overwrite`, which makes a new key from the flags given.
-import { readFileSync, statSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { closeSync, openSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createKeyStore } from "../lib/store/key-store.ts";
-import { runCli, tempDir } from "./helpers/cli.ts";
+import { CLI, runCli, tempDir } from "./helpers/cli.ts";
 import { gql, type ServerProcess, startServer } from "./helpers/server.ts";
 
 let dir: string;
@@ -93,6 +94,20 @@ describe("apikey --rotate on an fs store", () => {
     const again = await cli("apikey", "--rotate", "--name", "filed", "--output", file);
     expect(again.code).toBe(2);
     expect((await me(secret)).status).toBe(200);
+  });
+
+  it("a new secret stdout cannot take (a full disk): exit 1, the key is kept, and the message says to rotate again", async () => {
+    const old = await create("--name", "undelivered", "-r", "GUEST", "-d", "stays");
+    const full = openSync("/dev/full", "w");
+    const run = spawnSync(process.execPath, [CLI, "apikey", "--rotate", "--name", "undelivered", "--store", storePath], {
+      stdio: ["ignore", full, "pipe"], encoding: "utf8", env: { ...process.env, LOG_LEVEL: undefined }, timeout: 20_000,
+    });
+    closeSync(full);
+    expect(run.status).toBe(1);
+    expect(run.stderr).toBe(`Error: Could not write the new key's secret to stdout (ENOSPC). Key 'undelivered' (id ${old.id}) has a new secret, which is lost; its old secret no longer works. Rotate it again: service-api apikey --rotate --id ${old.id}\n`);
+    expect((await listed()).find((k) => k.name === "undelivered")).toMatchObject({ id: old.id, description: "stays" });
+    const again = await cli("apikey", "--rotate", "--id", old.id);
+    expect((await me(again.stdout.trim())).body.data.me.id).toBe(old.id);
   });
 
   it("refuses bad input with the documented exit status, changing nothing", async () => {
