@@ -6,7 +6,9 @@ import { spawnSync } from "node:child_process";
 import { closeSync, openSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createKeyStore } from "../lib/store/key-store.ts";
+import { createStorage } from "unstorage";
+import { createMemoryAuditLog } from "../lib/store/audit.ts";
+import { createKeyStore, createLocalAtomicIndex } from "../lib/store/key-store.ts";
 import { CLI, runCli, tempDir } from "./helpers/cli.ts";
 import { gql, type ServerProcess, startServer } from "./helpers/server.ts";
 
@@ -221,7 +223,7 @@ describe("apiKey { rotate } over GraphQL, and remote mode", () => {
   });
 });
 
-describe("KeyStore.rotate and the clock", () => {
+describe("KeyStore.rotate: the clock, and a delete racing it", () => {
   it("the old secret stops when the grace period ends; an expired key is not rotated", async () => {
     let offset = 0;
     const store = createKeyStore({ now: () => Date.now() + offset });
@@ -236,5 +238,24 @@ describe("KeyStore.rotate and the clock", () => {
     const error = await store.rotate(old.id).catch((e) => e);
     expect([error.code, error.message]).toEqual(["INVALID_INPUT", expect.stringMatching(/expired at .*Give it a new expiry first/)]);
     expect(await store.verify(rotated.key)).toBeNull();
+  });
+
+  it("a delete by name that read the key before a rotation removes the rotated secret's entry too", async () => {
+    const storage = createStorage();
+    const atomic = createLocalAtomicIndex(storage);
+    const log = createMemoryAuditLog();
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    // The deleting instance pauses at its event, after reading the key and before taking its name.
+    const deleter = createKeyStore({ storage, atomic, audit: { ...log, append: async (e) => { await gate; await log.append(e); } } });
+    const rotator = createKeyStore({ storage, atomic, audit: log });
+    const key = await rotator.create({ name: "raced", roles: ["GUEST"], permissions: [] });
+    const deleting = deleter.deleteByName("raced");
+    const rotated = await rotator.rotate(key.id);
+    release();
+    expect(await deleting).toMatchObject({ id: key.id });
+    expect(await rotator.verify(rotated.key)).toBeNull();
+    expect(await storage.getKeys("secrets")).toEqual([]);
+    expect(await storage.getKeys("keys")).toEqual([]);
   });
 });

@@ -493,6 +493,23 @@ describe.each(Object.keys(backends))("key store contract on %s", (kind) => {
     expect(await store.list()).toEqual([]);
   });
 
+  it("of 8 concurrent rotations through separate instances exactly one new secret verifies, and a rotation racing a delete leaves nothing working", async () => {
+    const instances = [store, ...(await Promise.all(Array.from({ length: 3 }, () => backend.open())))];
+    const old = await store.create(input("busy", { description: "kept" }));
+    const { values, errors } = await settle(Array.from({ length: 8 }, (_, i) => instances[i % 4].rotate(old.id)));
+    expect(errors).toEqual([]);
+    const working = [];
+    for (const k of [old, ...values]) if (await instances[1].verify(k.key)) working.push(k.key);
+    expect(working).toHaveLength(1);
+    expect(await store.list()).toEqual([expect.objectContaining({ id: old.id, description: "kept" })]);
+    const doomed = await store.create(input("doomed"));
+    const raced = await settle([instances[1].rotate(doomed.id, { graceMs: 60_000 }), instances[2].deleteByName("doomed")]);
+    for (const k of [doomed, ...raced.values]) expect(await instances[3].verify(k.key)).toBeNull();
+    const raw = (await backend.rawValues()).join("\n");
+    for (const k of [doomed, ...raced.values]) expect(raw).not.toContain(sha256Hex(k.key)); // no entry left behind
+    expect((await store.list()).map((k) => k.name)).toEqual(["busy"]);
+  });
+
   it("rotate refuses an unknown id, a key in its grace period and a bad grace period, and changes nothing", async () => {
     const old = await store.create(input("ci"));
     await store.rotate(old.id, { graceMs: 60_000 });
