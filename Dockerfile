@@ -7,7 +7,7 @@ ARG NODE_VERSION=22
 FROM node:${NODE_VERSION}-slim AS build
 WORKDIR /src
 COPY package.json package-lock.json ./
-RUN npm install --no-audit --no-fund
+RUN npm ci --no-audit --no-fund
 COPY . .
 RUN npm pack --pack-destination /tmp && mv /tmp/service-api-keys-*.tgz /tmp/package.tgz
 

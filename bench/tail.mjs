@@ -5,8 +5,7 @@
 // `node --trace-gc`, loaded in turn (order rotated each round) by autocannon on CPU 0 with 10 connections.
 // Prints per server the median p99 (and every round's), the median p50 and p99.9, the CPU per request,
 // and the scavenges seen during the load windows: how many per second, their mean and longest pause. A
-// pause holds every request in flight, which is what p99 sees when the CPU per request is lower
-// (BENCHMARKS.md, "What is left").
+// pause holds every request in flight, which is what p99 sees when the CPU per request is lower.
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";

@@ -64,10 +64,14 @@ const INLINE = new Set([
   "lib/cli/commands/apikey.ts",
   "lib/cli/commands/serve.ts",
   "lib/cli/commands/completion.ts",
+  "lib/cli/commands/doctor.ts",
   "lib/cli/help.ts",
   "lib/cli/suggest.ts",
   "lib/cli/format.ts",
   "lib/cli/lifecycle.ts",
+  "lib/cli/store-where.ts",
+  "lib/cli/transfer.ts",
+  "lib/core/filter.ts",
 ]);
 
 /** Points the start-up bundle's dynamic imports at the lazy bundles instead of inlining them. */

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // dist/cli.cjs: starts the CLI bundle (dist/cli-main.cjs). All start-up machinery lives here and in
-// scripts/build.mjs; bench/NOTES.md has the measurements behind it (bench/startup-loaders.mjs).
+// scripts/build.mjs; docs/performance.md has the measurements behind it (bench/startup-loaders.mjs).
 //
 // With a V8 code cache made by this Node's V8 (dist/cli-main.<v8 version>.cache, made by the build's
 // Node), the bundle runs from it through vm.Script: a cold start then neither parses the bundle nor

@@ -488,7 +488,7 @@ describe("audit trail on files", () => {
       expect(new Set(read.map((e) => e.id)).size).toBe(4_000);
       // Each writer's events all there, in the order of their times. Two events of one writer in the same
       // millisecond may read in either order when a rotation falls between them: rotated files are ordered
-      // by the time of their rename, which another writer may make a moment late (README, "Audit trail: storage").
+      // by the time of their rename, which another writer may make a moment late (docs/security.md, "Audit trail: storage").
       for (let w = 0; w < 8; w++) {
         const mine = read.filter((e) => e.name === `worker ${w}`);
         const seq = (id: string) => Number(id.split("-")[1]);

@@ -1,4 +1,4 @@
-// The key lifecycle at the command line (issue 14): expiry flags, --list marking expired and grace keys,
+// The key lifecycle at the command line: expiry flags, --list marking expired and grace keys,
 // --delete --expired, rotation with --overwrite --grace, and the audit trail. The CLI runs as a child
 // process on temporary fs stores; the library opens the same store to check what a server would accept.
 import { execFileSync } from "node:child_process";

@@ -1,4 +1,4 @@
-// The CLI as scripts and published Unraid scripts use it (issue 15): short flags, idempotent create and
+// The CLI as scripts and published Unraid scripts use it: short flags, idempotent create and
 // delete, exit statuses that tell a broken environment apart, secrets to files and dotenv, changing a
 // key without rotating it, flags that do not apply, typos, help, and a list read by `head`.
 import { execFileSync, spawn, spawnSync } from "node:child_process";
@@ -296,10 +296,11 @@ describe("conventions", () => {
     expect(stdout.split("\n").filter((line) => line.length > 80)).toEqual([]);
   });
 
-  it("every flag and environment variable the README documents appears in --help", async () => {
-    const readme = readFileSync(join(ROOT, "README.md"), "utf8");
-    const reference = readme.slice(readme.indexOf("## Command reference"), readme.indexOf("### Output"));
-    const configuration = readme.slice(readme.indexOf("## Configuration"), readme.indexOf("## Several hosts"));
+  it("every flag and environment variable the docs document appears in --help", async () => {
+    const cliDoc = readFileSync(join(ROOT, "docs/cli.md"), "utf8");
+    const operations = readFileSync(join(ROOT, "docs/operations.md"), "utf8");
+    const reference = cliDoc.slice(cliDoc.indexOf("## Synopsis"), cliDoc.indexOf("## Output"));
+    const configuration = operations.slice(operations.indexOf("## Configuration"), operations.indexOf("## Several hosts"));
     // The synopsis block and the first column of the flag table; the first column of the Configuration table.
     const synopsis = reference.slice(reference.indexOf("```"), reference.indexOf("```", reference.indexOf("```") + 3));
     const firstColumns = (section: string) => section.split("\n").filter((l) => l.startsWith("| ")).map((l) => l.split("|")[1]).join("\n");

@@ -60,7 +60,7 @@ describe("under Deno, from outside the checkout", () => {
     expect(JSON.parse(r.stdout)).toMatchObject({ keys: [] });
   }, 90_000);
 
-  it("a script elsewhere imports mod.ts with --config <checkout>/deno.json, as the README says", () => {
+  it("a script elsewhere imports mod.ts with --config <checkout>/deno.json, as docs/deno.md says", () => {
     const script = join(tmp.dir, "script.ts");
     writeFileSync(
       script,

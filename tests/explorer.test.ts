@@ -93,6 +93,37 @@ describe("explorer in a browser", () => {
   });
 });
 
+describe("explorer's first minute", () => {
+  it("asks for a key instead of showing an error, and loads the schema as soon as a key is pasted", async () => {
+    const browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+    });
+    try {
+      const page = await (await browser.newContext({ viewport: { width: 1280, height: 800 } })).newPage();
+      const posts: string[] = [];
+      page.on("request", (request) => {
+        if (request.method() === "POST") posts.push(request.postData() ?? "");
+      });
+      await page.goto(`${server.url}/graphql`);
+      await expect.poll(() => page.getByRole("status").innerText(), { timeout: 15_000 }).toContain("Paste an API key");
+      await page.getByRole("button", { name: "Show Documentation Explorer" }).click();
+      const body = () => page.locator("body").innerText();
+      expect(await body()).not.toMatch(/Missing API key|Error fetching schema/);
+      expect(posts).toEqual([]); // no introspection without a key
+
+      await page.fill("#sapi-key-input", key);
+      // The Docs pane fills in by itself: no manual re-fetch.
+      await expect.poll(() => page.locator(".graphiql-doc-explorer").innerText(), { timeout: 15_000 }).toMatch(/Query/);
+      expect(posts.some((data) => data.includes("__schema"))).toBe(true);
+      expect(await page.getByRole("status").count()).toBe(0);
+      expect(await body()).not.toMatch(/Missing API key|Error fetching schema/);
+    } finally {
+      await browser.close();
+    }
+  });
+});
+
 describe("explorer assets", () => {
   it("serves the page by content negotiation: brotli or gzip as accepted, no-cache, a strict CSP", async () => {
     const html = readFileSync(join(ASSETS, "index.html"));

@@ -140,7 +140,7 @@ describe.skipIf(!hasTmux && !process.env.CI)("the delete list at 80x24 with 25 k
       const screen = await term.waitFor(/\[exit 0\]/);
       const rows = term.screen().filter((row) => row !== "");
       expect(term.screen(true).length, "no row wrapped").toBe(term.screen().length);
-      // At 80 columns CREATED gives way to EXPIRES and LAST USED (issue 14); --list --json and the pipe keep it.
+      // At 80 columns CREATED gives way to EXPIRES and LAST USED; --list --json and the pipe keep it.
       expect(rows[0]).toMatch(/^NAME +ID +ROLES +PERMISSIONS +EXPIRES +LAST USED +DESCRIPTION$/);
       expect(rows.slice(1, 4).every((row) => row.endsWith("…"))).toBe(true);
       for (const row of rows) expect(displayWidth(row), row).toBeLessThanOrEqual(80);

@@ -11,7 +11,7 @@ import { createHandler } from "../lib/http/fetch.ts";
 import { ROOT } from "./helpers/cli.ts";
 
 /**
- * SHOULDs the service does not follow, on purpose, by audit id (reasons in the README):
+ * SHOULDs the service does not follow, on purpose, by audit id (reasons in docs/service.md):
  * none so far; a new warning fails the test until it is explained here.
  */
 const EXPECTED_WARNINGS: Record<string, string> = {};

@@ -1,7 +1,7 @@
 // The three main GraphQL clients against a real server (node:http, port 0): `me`, a create with
 // variables, a request with the new secret, a FORBIDDEN partial result, a delete, and the 401 that
-// follows. Each client must show the user our reason. Before issue 13, Apollo Client showed only
-// "Received status code 401": it trusts a 4xx body only as application/graphql-response+json.
+// follows. Each client must show the user our reason: Apollo Client shows only "Received status code
+// 401" unless the 4xx body is application/graphql-response+json, the only type it trusts a 4xx body in.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ClientError, GraphQLClient } from "graphql-request";
 import { Client as UrqlClient, fetchExchange } from "@urql/core";

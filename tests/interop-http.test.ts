@@ -1,5 +1,5 @@
 // The GraphQL-over-HTTP MUSTs that graphql-http's audits do not test, and CORS, on a real node:http
-// server (port 0) and through the fetch handler. Each of these failed before issue 13.
+// server (port 0) and through the fetch handler.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect } from "node:net";
 import { createKeyStore, type KeyStore } from "../lib/store/key-store.ts";

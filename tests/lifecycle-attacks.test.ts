@@ -1,8 +1,9 @@
-// What an outside review of the key lifecycle broke (issue 14), each held here:
-// - a key in its grace period could not be read, deleted or named through GraphQL or `--url` (it stayed usable);
-// - a temporary key could make itself, or keys it created, permanent;
-// - impossible dates (2027-02-30, +15:00) were rolled over instead of refused;
-// - root working on another user's store was recorded in the audit trail as that user.
+// Attacks on the key lifecycle, each held here:
+// - a key in its grace period can be read, deleted and named through GraphQL and `--url` (never left usable
+//   out of reach);
+// - a temporary key cannot make itself, or keys it creates, permanent;
+// - impossible dates (2027-02-30, +15:00) are refused, never rolled over;
+// - root working on another user's store is recorded in the audit trail as root, not as that user.
 import { chmodSync, chownSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";

@@ -1,4 +1,4 @@
-// The audit trail through GraphQL and remote mode (issue 14): every mutation and every remote-mode change
+// The audit trail through GraphQL and remote mode: every mutation and every remote-mode change
 // records the calling key as its actor; auditLog needs API_KEY:READ_ANY; remote mode creates with expiry
 // and grace, updates expiry, deletes expired keys and reads the trail through the service.
 import { createServer } from "node:http";

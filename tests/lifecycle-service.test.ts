@@ -1,4 +1,4 @@
-// Key lifecycle in the service (issue 14): expiry and grace periods at the exact instant, with a clock the
+// Key lifecycle in the service: expiry and grace periods at the exact instant, with a clock the
 // test controls (the store's `now`), remembered verifications and answers included; last use coalesced by
 // each server (the recorder's `now`), written off the request path and flushed when the server closes.
 import { afterEach, describe, expect, it } from "vitest";

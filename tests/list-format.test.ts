@@ -49,10 +49,10 @@ describe("the table on a terminal", () => {
     expect(lines).toHaveLength(4);
     for (const line of lines) expect(displayWidth(line), line).toBeLessThanOrEqual(80);
     expect(lines.slice(1).some((line) => line.endsWith("…"))).toBe(true);
-    // At 80 columns the id is cut, keeping its start, once the others are readable; expiry and last use
-    // are never cut, and the creation time gives way to them (the pipe format and --json keep it).
-    for (const line of lines.slice(1)) expect(line).toMatch(/  0b6f1c2e-\S*…  .*  never {4}never /);
-    expect(lines[1]).toMatch(/^release pip…  /);
+    // At 80 columns the id is cut, keeping its start, before the name; expiry and last use are never cut,
+    // and the creation time gives way to them (the pipe format and --json keep it).
+    for (const line of lines.slice(1)) expect(line).toMatch(/  0b6f1c2…  .*  never {4}never /);
+    expect(lines[1]).toMatch(/^release pipeline  /);
     expect(lines[0]).toMatch(/ ROLES  +PERMISSIONS  +EXPIRES  +LAST USED  +DESCRIPTION$/);
   });
 
@@ -94,8 +94,8 @@ describe("the pipe format", () => {
       key({ name: "bare", roles: [] }),
     ]);
     expect(text).toBe(
-      "deploy\t0b6f1c2e-8d4a-4f3b-9a1e-5c7d2e8f9a10\tADMIN\tVMS:READ_ANY\t2026-11-22T21:08:09.123Z\ttab\\there\\\\ and\\nnew line\t\t\t\tactive\n" +
-        "bare\t0b6f1c2e-8d4a-4f3b-9a1e-5c7d2e8f9a10\t\t\t2026-11-22T21:08:09.123Z\t\t\t\t\tactive\n",
+      "deploy\t0b6f1c2e-8d4a-4f3b-9a1e-5c7d2e8f9a10\tADMIN\tVMS:READ_ANY\t2026-11-22T21:08:09.123Z\ttab\\there\\\\ and\\nnew line\t\t\t\tactive\t\n" +
+        "bare\t0b6f1c2e-8d4a-4f3b-9a1e-5c7d2e8f9a10\t\t\t2026-11-22T21:08:09.123Z\t\t\t\t\tactive\t\n",
     );
   });
 
@@ -140,25 +140,26 @@ describe("expiry and last use (issue 14)", () => {
     expect(lines[4]).toMatch(/  never +never +the new secret$/);
   });
 
-  it("at 80 columns every row fits: times whole, the description and permissions cut first, CREATED left out", () => {
+  it("at 80 columns every row fits: times whole, the permissions cut, CREATED and then the description left out before a name is cut", () => {
     const lines = lifecycleTable(80);
     for (const line of lines) expect(displayWidth(line), line).toBeLessThanOrEqual(80);
     expect(lines[0]).not.toContain("CREATED");
-    expect(lines[0]).toMatch(/ EXPIRES +LAST USED +DES/);
+    expect(lines[0]).toMatch(/ EXPIRES +LAST USED$/);
+    expect(lines.slice(1).map((line) => line.split(/ {2,}/)[0])).toEqual(["ci deploy", "old", "rotated (old)", "rotated (new)"]);
     expect(lines[1]).toContain("  2026-11-23 01:00 ");
-    expect(lines[1]).toContain("  2026-11-22 23:59  ");
+    expect(lines[1]).toMatch(/  2026-11-22 23:59$/);
     expect(lines[3]).toContain("  2026-11-23 00:10 (grace)  2026-11-22 23:00");
     expect(lines[3]).not.toContain("DOCKER:READ_ANY,DOCKER:UPDATE_ANY"); // cut
   });
 
-  it("the pipe format appends expires, last used, grace until and the state, in that order", () => {
-    const rows = listLines(keys, now).trimEnd().split("\n").map((line) => line.split("\t"));
-    expect(rows.every((fields) => fields.length === 10)).toBe(true);
+  it("the pipe format appends expires, last used, grace until, the state and the labels, in that order", () => {
+    const rows = listLines(keys, now).split("\n").filter(Boolean).map((line) => line.split("\t"));
+    expect(rows.every((fields) => fields.length === 11)).toBe(true);
     expect(rows.map((fields) => fields.slice(6))).toEqual([
-      ["2026-11-23T01:00:00.000Z", "2026-11-22T23:59:30.000Z", "", "active"],
-      ["2026-11-22T22:00:00.000Z", "", "", "expired"],
-      ["", "2026-11-22T23:00:00.000Z", "2026-11-23T00:10:00.000Z", "grace"],
-      ["", "", "", "active"],
+      ["2026-11-23T01:00:00.000Z", "2026-11-22T23:59:30.000Z", "", "active", ""],
+      ["2026-11-22T22:00:00.000Z", "", "", "expired", ""],
+      ["", "2026-11-22T23:00:00.000Z", "2026-11-23T00:10:00.000Z", "grace", ""],
+      ["", "", "", "active", ""],
     ]);
     expect(rows[0].slice(0, 6)).toEqual(["ci deploy", keys[0].id, "ADMIN", "", "2026-11-22T21:08:09.123Z", "temporary key for the deploy job"]);
   });

@@ -1,5 +1,5 @@
-// Issue 11, item 18: names that are invisible or could pass for another key's name are refused on
-// create and rename; lookups keep the older rule so keys named before still can be deleted.
+// Names that are invisible or could pass for another key's name are refused on create and rename;
+// lookups keep the basic rule (letters, digits, spaces) so every stored key can still be deleted.
 import { afterAll, describe, expect, it } from "vitest";
 import { LookupNameSchema, NameSchema, parseInput } from "../lib/core/input.ts";
 import { ServiceError } from "../lib/core/errors.ts";

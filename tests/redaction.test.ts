@@ -1,4 +1,4 @@
-// Issue 11, item 7: a Redis URL's credentials never appear in a message or log line, whatever they hold
+// A Redis URL's credentials never appear in a message or log line, whatever they hold
 // (@ / : % ? #, raw or percent-encoded, in the password or the username), at LOG_LEVEL=debug and trace,
 // against an unreachable Redis and a reachable one that requires a password.
 import Redis from "ioredis";

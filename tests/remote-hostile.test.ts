@@ -1,4 +1,4 @@
-// Issue 11, item 11: remote mode treats everything a server sends as untrusted. A hostile HTTP server on
+// Remote mode treats everything a server sends as untrusted. A hostile HTTP server on
 // port 0, spawned here, answers the CLI (a child process, SERVICE_API_URL/SERVICE_API_KEY) with terminal
 // escapes, answers of the wrong shape, endless and trickling bodies, and redirects.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";

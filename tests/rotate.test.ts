@@ -42,7 +42,7 @@ afterAll(async () => {
 
 describe("apikey --rotate on an fs store", () => {
   it("keeps the id, roles, permissions, description and expiry; the old secret is refused at once, the new one works", async () => {
-    const old = await create("--name", "deploy key", "-r", "CONNECT", "-p", "DOCKER:READ_ANY", "-d", "CI pipeline", "--expires-in", "90d");
+    const old = await create("--name", "deploy key", "-r", "CONNECT", "-p", "DOCKER:READ_ANY", "-d", "CI pipeline", "--expires-in", "90d", "--label", "env=prod");
     expect((await me(old.key)).status).toBe(200); // the server has verified (and remembers) the old secret
     const before = (await listed()).find((k) => k.id === old.id);
     const result = await cli("apikey", "--rotate", "--name", "deploy key", "--json");
@@ -54,7 +54,7 @@ describe("apikey --rotate on an fs store", () => {
     expect(rotated.key).not.toBe(old.key);
     const after = (await listed()).filter((k) => k.name === "deploy key");
     expect(after).toEqual([before]);
-    expect(before).toMatchObject({ roles: ["CONNECT"], permissions: [{ resource: "DOCKER", actions: ["READ_ANY"] }], description: "CI pipeline" });
+    expect(before).toMatchObject({ roles: ["CONNECT"], permissions: [{ resource: "DOCKER", actions: ["READ_ANY"] }], description: "CI pipeline", labels: { env: "prod" } });
     const refused = await me(old.key);
     expect(refused.status).toBe(401);
     expect(await me(rotated.key)).toMatchObject({ status: 200, body: { data: { me: { id: old.id, name: "deploy key" } } } });

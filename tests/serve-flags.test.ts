@@ -25,7 +25,7 @@ describe("serve list flags given empty", () => {
 });
 
 describe("a bare `service-api serve`", () => {
-  it.each([["node"], ["deno"]] as const)("serves with its settings from the environment (%s), as the README's `PORT=8080 service-api serve`", async (runtime) => {
+  it.each([["node"], ["deno"]] as const)("serves with its settings from the environment (%s), as docs/service.md's `PORT=8080 service-api serve`", async (runtime) => {
     const store = `${tmp.dir}/bare-${runtime}`;
     const server = await startServer({
       store,

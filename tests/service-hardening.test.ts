@@ -165,7 +165,7 @@ describe("odd request targets get 400, with only their access line, no error (it
     const answer = await raw(server.url, request);
     expect(answer).toMatch(/^HTTP\/1\.1 400 /);
     expect(answer).toContain('"code":"BAD_REQUEST"');
-    // The access line (issue 16) is written on the next turn of the server's event loop.
+    // The access line is written on the next turn of the server's event loop.
     for (let i = 0; i < 50 && server.stderr().length === before; i++) await new Promise((r) => setTimeout(r, 20));
     expect(server.stderr().slice(before)).toMatch(/^[A-Z]+ \(invalid target\) 400 [\d.]+ms\n$/);
   });
@@ -379,7 +379,7 @@ describe("a store outage is logged once, with its cause, and so is the recovery 
       await new Promise((r) => setTimeout(r, 5_100)); // past the verify cache's lifetime
       chmodSync(join(own, "secrets"), 0);
       for (let i = 0; i < 10; i++) expect((await gql(url, "{ me { id } }", { key })).status).toBe(503);
-      // Besides the access lines (one per request, issue 16): one line for the outage.
+      // Besides the access lines (one per request): one line for the outage.
       const notAccess = () => stderr.trim().split("\n").filter((l) => !/^(GET|POST) \//.test(l));
       await new Promise((r) => setTimeout(r, 50));
       expect(stderr.match(/^POST \/graphql 503 /gm)).toHaveLength(10);

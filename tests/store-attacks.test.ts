@@ -1,4 +1,4 @@
-// The file store against an outside attacker (the attack report on the issue-11 fixes): the store's
+// The file store against an attacker on the same host: the store's
 // owner racing root's CLI, a store moved aside and restored under a warm server, malformed records.
 import { chmodSync, cpSync, linkSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";

@@ -363,7 +363,7 @@ describe.each(Object.keys(backends))("key store contract on %s", (kind) => {
     if (scansBefore !== undefined) expect(await backend.serverScans!()).toBeGreaterThan(scansBefore);
   });
 
-  // Issue 11, item 17: the store enforces the CLI's and GraphQL's rules, whoever calls it.
+  // The store enforces the CLI's and GraphQL's rules, whoever calls it.
   const refused = async (promise: Promise<unknown>, message: string) => {
     const error = await promise.then(() => null, (e: unknown) => e);
     expect(error).toBeInstanceOf(ServiceError);

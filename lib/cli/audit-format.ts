@@ -1,6 +1,6 @@
 /**
  * `apikey --audit` as text or JSON: the store's events, oldest first. On a terminal an aligned table
- * fitted to its width, on a pipe one tab-separated line per event (README "Reading the audit trail"),
+ * fitted to its width, on a pipe one tab-separated line per event (docs/lifecycle.md, "Reading the audit trail"),
  * in JSON `{"events":[{"at","action","id","name","actor"}]}` with `changed` / `replaced` when present.
  */
 import type { AuditEvent } from "../core/model.ts";
@@ -20,14 +20,29 @@ const detail = (event: AuditEvent) =>
 /** The actor in the table: `alice@build-7`, or `key 'deploy'` (the pipe and --json also give that key's id). */
 const actorCell = (event: AuditEvent) => (event.actor.kind === "key" ? `key '${event.actor.name}'` : describeActor(event.actor));
 
-const COLUMNS: readonly Column<AuditEvent>[] = [
-  { header: "TIME (UTC)", cell: (e) => eventTime(e.at) },
-  { header: "ACTION", cell: (e) => e.action },
-  { header: "NAME", cell: (e) => e.name, min: 6, soft: 12 },
-  { header: "ID", cell: (e) => e.id, min: 8, last: true },
-  { header: "ACTOR", cell: actorCell, min: 8, soft: 16 },
-  { header: "DETAIL", cell: detail, min: 4, soft: 12, first: true },
-];
+/**
+ * Which key of one name an event is about, when an overwrite replaced one with another: " (old)" for the
+ * replaced key's events, " (new)" for its replacement's (a key both replaced and replacing is old).
+ */
+function twinMarks(events: readonly AuditEvent[]): Map<string, string> {
+  const marks = new Map<string, string>();
+  for (const e of events) if (e.replaced && !marks.has(e.id)) marks.set(e.id, " (new)");
+  for (const e of events) if (e.replaced) marks.set(e.replaced, " (old)");
+  return marks;
+}
+
+/** The table's columns; the name is cut last (see `listColumns`), `events` mark a key and its twin. */
+const columns = (events: readonly AuditEvent[]): Column<AuditEvent>[] => {
+  const marks = twinMarks(events);
+  return [
+    { header: "TIME (UTC)", cell: (e) => eventTime(e.at) },
+    { header: "ACTION", cell: (e) => e.action },
+    { header: "NAME", cell: (e) => e.name, suffix: (e) => marks.get(e.id) ?? "", min: 6, soft: 12, keep: true },
+    { header: "ID", cell: (e) => e.id, min: 8, last: true },
+    { header: "ACTOR", cell: actorCell, min: 8, soft: 16 },
+    { header: "DETAIL", cell: detail, min: 4, soft: 12, first: true },
+  ];
+};
 
 /** The pipe format's fields, in their documented order. */
 const FIELDS: readonly ((e: AuditEvent) => string)[] = [
@@ -57,5 +72,5 @@ function eventJson(e: AuditEvent) {
 export function formatAudit(events: AuditEvent[], asJson: boolean, view: ListView): Output {
   if (asJson) return { stdout: jsonLine({ events: events.map(eventJson) }), exitCode: 0, readerMayLeave: true };
   if (events.length === 0) return { notice: "No audit events", exitCode: 0 };
-  return { stdout: view.tty ? renderTable(COLUMNS, events, view.columns) : renderLines(FIELDS, events), exitCode: 0, readerMayLeave: true };
+  return { stdout: view.tty ? renderTable(columns(events), events, view.columns) : renderLines(FIELDS, events), exitCode: 0, readerMayLeave: true };
 }

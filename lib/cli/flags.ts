@@ -5,6 +5,7 @@
  * with the same messages.
  */
 import { ServiceError } from "../core/errors.ts";
+import { redactSecrets } from "../core/secret.ts";
 import { expiryFrom, parseGrace, parseSince } from "../core/lifecycle.ts";
 
 /** The flags of `service-api apikey`, as strings after parsing. */
@@ -43,9 +44,25 @@ export interface ApikeyFlags {
   since?: string;
   /** audit: at most this many events, the latest. */
   limit?: string;
+  /** Write every key (hashes, never secrets) as JSON lines. */
+  export?: boolean;
+  /** export: include the audit trail. */
+  withAudit?: boolean;
+  /** Load keys from an export file (`-`: stdin). */
+  import?: string;
+  /** import: check and report, change nothing. */
+  dryRun?: boolean;
+  /** import: fail (default), skip or overwrite a key already in the store. */
+  onConflict?: string;
+  /** create, update: `key=value` labels to set. */
+  label?: string;
+  /** update: label keys to remove. */
+  unlabel?: string;
+  /** list: only the keys matching this filter (lib/core/filter.ts). */
+  filter?: string;
 }
 
-export const MODES = ["create", "delete", "list", "update", "audit", "rotate"] as const;
+export const MODES = ["create", "delete", "list", "update", "audit", "export", "import", "rotate"] as const;
 export type Mode = (typeof MODES)[number];
 
 /**
@@ -53,11 +70,13 @@ export type Mode = (typeof MODES)[number];
  * `noExpiry` stands for `--no-expiry`, which cac delivers as `expiry: false`.
  */
 const MODE_FLAGS: Record<Mode, readonly string[]> = {
-  create: ["name", "description", "roles", "permissions", "overwrite", "ifNotExists", "output", "force", "format", "expiresIn", "expiresAt", "grace"],
+  create: ["name", "description", "roles", "permissions", "overwrite", "ifNotExists", "output", "force", "format", "expiresIn", "expiresAt", "grace", "label"],
   delete: ["name", "id", "ifExists", "expired"],
-  list: [],
-  update: ["name", "id", "description", "roles", "permissions", "rename", "expiresIn", "expiresAt", "noExpiry"],
+  list: ["filter"],
+  update: ["name", "id", "description", "roles", "permissions", "rename", "expiresIn", "expiresAt", "noExpiry", "label", "unlabel"],
   audit: ["since", "limit"],
+  export: ["output", "force", "withAudit"],
+  import: ["dryRun", "onConflict"],
   rotate: ["name", "id", "grace", "output", "force", "format"],
 };
 const COMMON = ["json", "store", "url"];
@@ -65,7 +84,7 @@ const kebab = (flag: string) => `--${flag.replace(/[A-Z]/g, (c) => `-${c.toLower
 
 /**
  * The one mode the flags choose, after checking that every other flag given applies to it: a flag
- * that does not apply is an error, never silently ignored (`--list --name x` used to list every key).
+ * that does not apply is an error, never silently ignored (`--list --name x` must not list every key).
  */
 export function chooseMode(given: ApikeyFlags): Mode {
   const { expiry, ...rest } = given;
@@ -75,8 +94,8 @@ export function chooseMode(given: ApikeyFlags): Mode {
     throw new ServiceError(
       "USAGE",
       modes.length === 0
-        ? "Choose what to do: --create, --delete, --update, --list, --audit or --rotate"
-        : `Choose one of --create, --delete, --update, --list, --audit and --rotate, not ${modes.map((m) => `--${m}`).join(" and ")}`,
+        ? "Choose what to do: --create, --delete, --update, --list, --audit, --export, --import or --rotate"
+        : `Choose one of --create, --delete, --update, --list, --audit, --export, --import and --rotate, not ${modes.map((m) => `--${m}`).join(" and ")}`,
     );
   }
   const mode = modes[0];
@@ -135,7 +154,7 @@ export interface LifecycleValues {
 export function lifecycleValues(flags: ApikeyFlags, now: number): LifecycleValues {
   const limit = flags.limit === undefined ? undefined : String(flags.limit).trim();
   if (limit !== undefined && !/^[1-9]\d{0,8}$/.test(limit)) {
-    throw new ServiceError("INVALID_INPUT", `--limit needs a whole number of events, 1 or more (got '${limit.slice(0, 20)}')`);
+    throw new ServiceError("INVALID_INPUT", `--limit needs a whole number of events, 1 or more (got '${[...redactSecrets(limit)].slice(0, 20).join("")}')`);
   }
   return {
     expiresAt: expiryFrom({ expiresIn: flags.expiresIn, expiresAt: flags.expiresAt }, now),

@@ -82,6 +82,17 @@ export function formatNothingChosen(message: string, asJson: boolean): Output {
   return { notice: message, exitCode: 0 };
 }
 
+/**
+ * What is printed, with the one rule of `redactSecrets` applied to every line and JSON field: a key pasted
+ * into the wrong flag (`--delete --id sapi_…`, `--name <its body>`) is never echoed back. Only the stdout
+ * of a create (`created`: it carries the new key's secret, if `deliver` has not written it yet) is kept.
+ */
+export function elideSecrets(output: Output): Output {
+  const stdout = output.stdout === undefined || output.created ? output.stdout : redactSecrets(output.stdout);
+  const notice = output.notice === undefined ? undefined : redactSecrets(output.notice);
+  return stdout === output.stdout && notice === output.notice ? output : { ...output, stdout, notice };
+}
+
 /** Any failure: JSON `{error, code}` on stdout, or a one-line message for people. */
 export function formatError(error: unknown, asJson: boolean): Output {
   const known = isServiceError(error)

@@ -15,11 +15,11 @@ const json = jsonLine;
 
 /**
  * List: `{keys:[...]}`; on a terminal a table fitted to its width; on a pipe tab-separated lines
- * (lib/cli/list.ts). Never a secret (the store has none).
+ * (lib/cli/list.ts). Never a secret (the store has none). `where`: the store, named when it is empty.
  */
-export function formatList(keys: ApiKeyInfo[], asJson: boolean, view: ListView = stdoutView()): Output {
+export function formatList(keys: ApiKeyInfo[], asJson: boolean, view: ListView = stdoutView(), where?: string): Output {
   if (asJson) return { stdout: json({ keys }), exitCode: 0 };
-  if (keys.length === 0) return { notice: "No API keys stored", exitCode: 0 };
+  if (keys.length === 0) return { notice: where ? `No API keys stored in ${where}` : "No API keys stored", exitCode: 0 };
   const now = view.now ?? Date.now();
   return { stdout: view.tty ? listTable(keys, view.columns, now) : listLines(keys, now), exitCode: 0 };
 }

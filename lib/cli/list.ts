@@ -4,20 +4,14 @@
  * format go at the end, so scripts that read it by position keep working.
  */
 import { type ApiKeyInfo, permissionPairs } from "../core/model.ts";
-import { untilOf } from "../core/lifecycle.ts";
+import { keyState, untilOf } from "../core/lifecycle.ts";
+import { formatLabels } from "../core/labels.ts";
 import { type Column, renderLines, renderTable } from "./table.ts";
 
 /** "2025-01-31T12:34:56.789Z" -> "2025-01-31 12:34" (UTC, as stored): the list and the delete screen. */
 export const shortTime = (iso: string) => iso.replace("T", " ").slice(0, 16);
 
-/** Where a key is in its life: working, past its expiry or grace period, or replaced but in its grace period. */
-export type KeyState = "active" | "expired" | "grace";
-
-/** A key's state at `now` (ms): expired once its expiry or its grace period has passed. */
-export function keyState(key: ApiKeyInfo, now: number): KeyState {
-  if (Math.min(untilOf(key.expiresAt), untilOf(key.graceUntil)) <= now) return "expired";
-  return key.graceUntil ? "grace" : "active";
-}
+export { type KeyState, keyState } from "../core/lifecycle.ts";
 
 /** The EXPIRES cell: "never", the time, "expired", or for a replaced key the end of its grace period. */
 export function expiryCell(key: ApiKeyInfo, now: number): string {
@@ -30,10 +24,29 @@ export function expiryCell(key: ApiKeyInfo, now: number): string {
   return key.expiresAt ? shortTime(key.expiresAt) : "never";
 }
 
-/** The table on a terminal, at the instant `now`. */
-export function listColumns(now: number): Column<ApiKeyInfo>[] {
+/**
+ * Which of two keys of one name is which: a key replaced with `--overwrite --grace` stays beside its
+ * replacement until its grace period ends. " (old)" for such a key, " (new)" for a key sharing its name.
+ */
+export function twinMarks(keys: readonly ApiKeyInfo[]): Map<ApiKeyInfo, string> {
+  const replacedNames = new Set(keys.filter((k) => k.graceUntil).map((k) => k.name));
+  const named = new Map<string, number>();
+  for (const k of keys) named.set(k.name, (named.get(k.name) ?? 0) + 1);
+  const marks = new Map<ApiKeyInfo, string>();
+  for (const k of keys) {
+    if (replacedNames.has(k.name) && named.get(k.name)! > 1) marks.set(k, k.graceUntil ? " (old)" : " (new)");
+  }
+  return marks;
+}
+
+/**
+ * The table on a terminal, at the instant `now`. The name is cut last of all (every command takes it),
+ * and never below 12 columns while another column can give; `keys` mark a key and its twin.
+ */
+export function listColumns(now: number, keys: readonly ApiKeyInfo[] = []): Column<ApiKeyInfo>[] {
+  const marks = twinMarks(keys);
   return [
-    { header: "NAME", cell: (k) => k.name, min: 6, soft: 12 },
+    { header: "NAME", cell: (k) => k.name, suffix: (k) => marks.get(k) ?? "", min: 6, soft: 12, keep: true },
     // Ids are copied, so the id is cut only once the other columns are down to a readable width.
     { header: "ID", cell: (k) => k.id, min: 8, last: true },
     { header: "ROLES", cell: (k) => k.roles.join(",") || "-", min: 4, soft: 6 },
@@ -42,11 +55,13 @@ export function listColumns(now: number): Column<ApiKeyInfo>[] {
     { header: "CREATED", cell: (k) => shortTime(k.createdAt), dropOrder: 1 },
     { header: "EXPIRES", cell: (k) => expiryCell(k, now) },
     { header: "LAST USED", cell: (k) => (k.lastUsedAt ? shortTime(k.lastUsedAt) : "never") },
-    { header: "DESCRIPTION", cell: (k) => k.description ?? "", min: 4, soft: 12, first: true },
+    // Left out last of all, when the names would be cut below 12 columns otherwise.
+    { header: "DESCRIPTION", cell: (k) => k.description ?? "", min: 4, soft: 12, first: true, dropOrder: 2, dropLate: true },
+    { header: "LABELS", cell: (k) => formatLabels(k.labels), min: 4, soft: 12, first: true, dropOrder: 2 },
   ];
 }
 
-/** The pipe format's fields, in their documented order (README "Listing keys"). */
+/** The pipe format's fields, in their documented order (docs/cli.md, "Listing keys"). */
 export function listFields(now: number): ((key: ApiKeyInfo) => string)[] {
   return [
     (k) => k.name,
@@ -59,6 +74,7 @@ export function listFields(now: number): ((key: ApiKeyInfo) => string)[] {
     (k) => k.lastUsedAt ?? "",
     (k) => k.graceUntil ?? "",
     (k) => keyState(k, now),
+    (k) => formatLabels(k.labels),
   ];
 }
 
@@ -80,10 +96,12 @@ export function stdoutView(env: Record<string, string | undefined> = globalThis.
 
 /** The aligned table, every row at most `columns` wide (as long as the uncut columns fit). */
 export function listTable(keys: ApiKeyInfo[], columns: number, now = Date.now()): string {
-  return renderTable(listColumns(now), keys, columns);
+  // The LABELS column only when some key has labels: most stores have none, and the room goes to the rest.
+  const labelled = keys.some((key) => key.labels);
+  return renderTable(listColumns(now, keys).filter((column) => labelled || column.header !== "LABELS"), keys, columns);
 }
 
-/** One line per key, fields separated by a tab, no header: see README "Listing keys". */
+/** One line per key, fields separated by a tab, no header: see docs/cli.md, "Listing keys". */
 export function listLines(keys: ApiKeyInfo[], now = Date.now()): string {
   return renderLines(listFields(now), keys);
 }

@@ -23,8 +23,9 @@ import {
 } from "../core/input.ts";
 import { ACTIONS, type ApiKeyInfo, type Permission, RESOURCES, type Role, ROLE_DESCRIPTIONS, ROLES } from "../core/model.ts";
 import type { KeyBackend, KeyStore } from "../store/key-store.ts";
-import { keyState, shortTime } from "./list.ts";
+import { keyState, shortTime, twinMarks } from "./list.ts";
 import { lifecycleValues } from "./flags.ts";
+import { createKey } from "./create-key.ts";
 import { noteDropped } from "./rotate.ts";
 import { displayWidth, padEnd } from "./width.ts";
 
@@ -174,15 +175,12 @@ export async function interactiveCreate(
 
   // --expires-in counts from the answer to the last question, not from the first.
   const { expiresAt, graceMs } = lifecycleValues(flags, Date.now());
-  const overwrite = replace || Boolean(flags.overwrite);
-  const graceFrom = replace && graceMs ? Date.now() : undefined;
-  const created = await store.create(
+  const { created, graceUntil, record } = await createKey(
+    store,
     { name, description: finalDescription, roles, permissions, ...(expiresAt ? { expiresAt } : {}) },
-    { overwrite, ...(graceFrom !== undefined ? { graceMs } : {}) },
+    { overwrite: replace || Boolean(flags.overwrite), replacing: replace, graceMs },
   );
-  const graceUntil = graceFrom !== undefined ? new Date(graceFrom + graceMs!).toISOString() : undefined;
-  const output = noteDropped(formatCreated(created, Boolean(flags.json), replace, graceUntil), old, created);
-  return { ...output, created: { id: created.id, name: created.name, replaced: replace, graceUntil } };
+  return { ...noteDropped(formatCreated(created, Boolean(flags.json), replace, graceUntil), old, created), created: record };
 }
 
 
@@ -192,12 +190,14 @@ export async function interactiveCreate(
  * prompt shows whole on a line of its own below the list while that key is highlighted.
  */
 function keyChoices(keys: ApiKeyInfo[], columns: number, now = Date.now()): Choice[] {
-  const nameWidth = Math.max(...keys.map((key) => displayWidth(key.name)));
+  const twins = twinMarks(keys); // a key and its grace-period twin: " (old)" and " (new)" after the name
+  const nameOf = (key: ApiKeyInfo) => key.name + (twins.get(key) ?? "");
+  const nameWidth = Math.max(...keys.map((key) => displayWidth(nameOf(key))));
   return keys.map((key): Choice => {
     const state = keyState(key, now);
     // Marked as on the list: an expired key (working no more) and a replaced one in its grace period.
     const mark = state === "expired" ? "  (expired)" : state === "grace" ? `  (grace until ${shortTime(key.graceUntil!)})` : "";
-    const label = `${padEnd(key.name, nameWidth)}  ${key.id}  ${shortTime(key.createdAt)}${mark}`;
+    const label = `${padEnd(nameOf(key), nameWidth)}  ${key.id}  ${shortTime(key.createdAt)}${mark}`;
     const description = key.description ?? "";
     if (description === "") return { value: key.id, label };
     // The prompt draws "│  > [ ] " (9 columns at most) before the label and keeps the last column free.

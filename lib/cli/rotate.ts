@@ -63,6 +63,7 @@ export function overwriteNotice(old: ApiKeyInfo, created: ApiKeyInfo): string | 
   const lost: string[] = [];
   if (old.expiresAt && !created.expiresAt) lost.push(`the expiry (${sentenceTime(old.expiresAt)})`);
   if (old.description && !created.description) lost.push("the description");
+  if (old.labels && Object.keys(old.labels).length && !(created.labels && Object.keys(created.labels).length)) lost.push("the labels");
   if (old.roles.length && !created.roles.length) lost.push(`the roles (${old.roles.join(", ")})`);
   if (old.permissions.length && !created.permissions.length) {
     const pairs = permissionPairs(old.permissions);

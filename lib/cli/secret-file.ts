@@ -5,7 +5,7 @@
  * text goes to a new 0600 temporary file beside it that is then renamed over the old one, so readers
  * see the old file or the new one, never a partial or loose one.
  */
-import { accessSync, closeSync, constants, existsSync, fchmodSync, fsyncSync, lstatSync, openSync, renameSync, rmSync, statSync, writeSync } from "node:fs";
+import { accessSync, closeSync, constants, existsSync, fchmodSync, fsyncSync, lstatSync, openSync, renameSync, rmSync, type Stats, statSync, writeSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { ServiceError } from "../core/errors.ts";
 
@@ -33,14 +33,28 @@ export function checkOutputTarget(path: string, force: boolean): void {
   try {
     accessSync(folder, constants.W_OK | constants.X_OK);
     folderStat = statSync(folder);
+    if (!writerMayCreateIn(folderStat)) throw Object.assign(new Error("EACCES"), { code: "EACCES" });
   } catch (error) {
     throw refuse(`cannot create a file in ${shown(folder)} (${reasonOf(error)})`);
   }
   // In a sticky folder (/tmp) only the owner of a file, or of the folder, may rename over it.
-  const uid = process.getuid?.();
+  const uid = process.geteuid?.();
   if (stat && uid !== undefined && uid !== 0 && (folderStat.mode & 0o1000) !== 0 && stat.uid !== uid && folderStat.uid !== uid) {
     throw refuse(`it belongs to another user in a sticky folder (${shown(folder)}), so it cannot be replaced`);
   }
+}
+
+/**
+ * Whether the user who writes the file may make one in a folder of this owner and mode. access(2) asks as
+ * the real user; root working on another user's store writes as that user (its effective ids, see
+ * lib/store/drivers/_fs-owner.ts), so then the folder's mode is read as the kernel would for those ids.
+ */
+function writerMayCreateIn(folder: Stats): boolean {
+  const euid = process.geteuid?.();
+  if (euid === undefined || euid === process.getuid?.() || euid === 0) return true; // access(2) asked as the writer
+  const groups = [process.getegid?.(), ...(process.getgroups?.() ?? [])];
+  const shift = folder.uid === euid ? 6 : groups.includes(folder.gid) ? 3 : 0;
+  return ((folder.mode >> shift) & 0o3) === 0o3; // write and search
 }
 
 /** A path for a one-line message: control characters (a newline, an escape) as JSON escapes. */

@@ -18,8 +18,17 @@ export interface Column<T> {
   last?: boolean;
   /** Cut to `min` before the others go below their `soft` widths (the description, the permissions). */
   first?: boolean;
+  /**
+   * Cut only once every other column is down to its `min`, and then to `soft` before `min` (the name:
+   * every command takes it, so it stays readable while anything else can give).
+   */
+  keep?: boolean;
+  /** Text after the cell that cutting never removes (the cell itself is cut instead): " (old)". */
+  suffix?: (row: T) => string;
   /** Left out of the table (not of the pipe format) when the row cannot fit otherwise, lowest first. */
   dropOrder?: number;
+  /** With `dropOrder`: left out only when the `keep` columns would be cut below their `soft` widths otherwise. */
+  dropLate?: boolean;
 }
 
 const GAP = 2;
@@ -47,24 +56,28 @@ export const escapeField = (text: string): string =>
  * Cuts columns until the row fits: always the widest one that may still shrink (ties: the rightmost,
  * so the description goes before the permissions), first down to their `soft` widths, then the `last`
  * ones (the id) down to their `min`, then the `first` ones (description, permissions), then all of
- * them. Returns null when the row would still need cutting below the soft widths and a droppable
- * column could make room instead.
+ * them, and only then the `keep` ones (the name), to `soft` and at last to `min`. Returns "early" when
+ * the row would still need cutting below the soft widths and a droppable column could make room
+ * instead, "late" when only the names would still be cut below theirs and a `dropLate` one could.
  */
-function fit<T>(columns: readonly Column<T>[], widths: number[], room: number, mayDrop: boolean): number[] | null {
+function fit<T>(columns: readonly Column<T>[], widths: number[], room: number, drops: { early: boolean; late: boolean }, suffixes: number[]): number[] | "early" | "late" {
   let over = widths.reduce((a, b) => a + b, 0) + GAP * (widths.length - 1) - room;
   const soft = (c: Column<T>) => c.soft ?? c.min;
   const floors: ((c: Column<T>) => number | undefined)[] = [
-    (c) => (c.last ? undefined : soft(c)),
-    (c) => (c.last ? c.min : soft(c)),
-    (c) => (c.last || c.first ? c.min : soft(c)),
-    (c) => c.min,
+    (c) => (c.keep || c.last ? undefined : soft(c)),
+    (c) => (c.keep ? undefined : c.last ? c.min : soft(c)),
+    (c) => (c.keep ? undefined : c.last || c.first ? c.min : soft(c)),
+    (c) => (c.keep ? undefined : c.min),
+    (c) => (c.keep ? soft(c) : undefined),
+    (c) => (c.keep ? c.min : undefined),
   ];
   for (const [pass, floor] of floors.entries()) {
-    if (pass === 2 && over > 0 && mayDrop) return null;
+    if (pass === 2 && over > 0 && drops.early) return "early";
+    if (pass === 5 && over > 0 && drops.late) return "late";
     while (over > 0) {
       let widest = -1;
       columns.forEach((col, i) => {
-        const least = floor(col);
+        const least = floor(col) === undefined ? undefined : floor(col)! + suffixes[i]; // widths count the text, not its suffix
         if (least !== undefined && widths[i] > least && (widest < 0 || widths[i] >= widths[widest])) widest = i;
       });
       if (widest < 0) break;
@@ -81,17 +94,27 @@ function fit<T>(columns: readonly Column<T>[], widths: number[], room: number, m
  */
 export function renderTable<T>(all: readonly Column<T>[], rows: readonly T[], room: number): string {
   let columns = [...all];
-  const cells = (cols: readonly Column<T>[]) => [cols.map((c) => c.header), ...rows.map((row) => cols.map((c) => terminalText(c.cell(row))))];
+  // Each cell as [text, suffix]: the suffix stays whole when the cell is cut.
+  const cells = (cols: readonly Column<T>[]): [string, string][][] => [
+    cols.map((c) => [c.header, ""]),
+    ...rows.map((row) => cols.map((c): [string, string] => [terminalText(c.cell(row)), terminalText(c.suffix?.(row) ?? "")])),
+  ];
+  const cut = ([text, suffix]: [string, string], width: number) =>
+    padEnd(truncate(text, Math.max(0, width - displayWidth(suffix))) + suffix, width);
   for (;;) {
     const table = cells(columns);
     const droppable = columns.filter((c) => c.dropOrder !== undefined).sort((a, b) => a.dropOrder! - b.dropOrder!);
-    const widths = fit(columns, columns.map((_, i) => Math.max(...table.map((r) => displayWidth(r[i])))), room, droppable.length > 0);
-    if (!widths) {
-      columns = columns.filter((c) => c !== droppable[0]);
+    const early = droppable.filter((c) => !c.dropLate);
+    const widest = columns.map((_, i) => Math.max(...table.map((r) => displayWidth(r[i][0] + r[i][1]))));
+    const suffixes = columns.map((_, i) => Math.max(...table.map((r) => displayWidth(r[i][1]))));
+    const widths = fit(columns, widest, room, { early: early.length > 0, late: droppable.length > 0 }, suffixes);
+    if (typeof widths === "string") {
+      const gone = widths === "early" ? early[0] : droppable[0];
+      columns = columns.filter((c) => c !== gone);
       continue;
     }
     return table
-      .map((r) => r.map((cell, i) => padEnd(truncate(cell, widths[i]), widths[i])).join(" ".repeat(GAP)).trimEnd())
+      .map((r) => r.map((cell, i) => cut(cell, widths[i])).join(" ".repeat(GAP)).trimEnd())
       .join("\n") + "\n";
   }
 }

@@ -1,5 +1,5 @@
 /**
- * Text and JSON from a server are untrusted (issue 11, item 11): a hostile or broken service must not
+ * Text and JSON from a server are untrusted: a hostile or broken service must not
  * be able to write to the terminal (escape sequences, bidi overrides, line breaks), exhaust memory with
  * a huge answer, or crash the client with an answer of the wrong shape.
  */

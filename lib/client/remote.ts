@@ -14,7 +14,7 @@ import { type Client, ClientError, createClient } from "./client.ts";
 import * as v from "valibot";
 import { ServerText, untrustedText } from "./_untrusted.ts";
 
-const FIELDS = "id name description roles createdAt permissions { resource actions } expiresAt lastUsedAt graceUntil";
+const FIELDS = "id name description roles createdAt permissions { resource actions } expiresAt lastUsedAt graceUntil labels { key value }";
 const EVENT_FIELDS = "at action id name actor { kind user host id name } changed replaced";
 /** The most events one `auditLog` answer holds (the service's bound). */
 const AUDIT_LOG_MAX = 10_000;
@@ -33,9 +33,15 @@ const RawKeySchema = v.object({
   expiresAt: v.nullish(ServerTime),
   lastUsedAt: v.nullish(ServerTime),
   graceUntil: v.nullish(ServerTime),
+  labels: v.nullish(v.array(v.object({ key: ServerText, value: ServerText }))),
 });
 type Nullable<T, K extends keyof T> = Omit<T, K> & { [P in K]?: T[P] | null };
-type RawKey = Nullable<ApiKeyInfo, "description" | "expiresAt" | "lastUsedAt" | "graceUntil">;
+type RawKey = Nullable<Omit<ApiKeyInfo, "labels">, "description" | "expiresAt" | "lastUsedAt" | "graceUntil"> & {
+  labels?: { key: string; value: string }[] | null;
+};
+/** Labels as GraphQL takes them: a list of pairs. */
+const labelList = (labels: Record<string, string> | undefined) =>
+  labels === undefined ? undefined : Object.entries(labels).map(([key, value]) => ({ key, value }));
 // The service's roles, resources and actions may be newer than ours: they are checked as text, not by name.
 const asRawKey = (key: v.InferOutput<typeof RawKeySchema>) => key as RawKey;
 const ListSchema = v.object({ apiKeys: v.array(v.pipe(RawKeySchema, v.transform(asRawKey))) });
@@ -66,7 +72,7 @@ const EventSchema = v.object({
 const AuditSchema = v.object({ auditLog: v.array(EventSchema) });
 
 /** The store's shape, field order included (GraphQL gives `null` for absent fields; the store leaves them out). */
-function toInfo({ id, name, description, roles, permissions, createdAt, expiresAt, lastUsedAt, graceUntil }: RawKey): ApiKeyInfo {
+function toInfo({ id, name, description, roles, permissions, createdAt, expiresAt, lastUsedAt, graceUntil, labels }: RawKey): ApiKeyInfo {
   return {
     id,
     name,
@@ -77,6 +83,7 @@ function toInfo({ id, name, description, roles, permissions, createdAt, expiresA
     ...(expiresAt ? { expiresAt } : {}),
     ...(lastUsedAt ? { lastUsedAt } : {}),
     ...(graceUntil ? { graceUntil } : {}),
+    ...(labels?.length ? { labels: Object.fromEntries(labels.map(({ key, value }) => [key, value])) } : {}),
   };
 }
 
@@ -144,6 +151,7 @@ export function createRemoteBackend(options: RemoteBackendOptions | { client: Cl
             permissions: input.permissions,
             overwrite,
             expiresAt: input.expiresAt,
+            labels: labelList(input.labels),
             // Durations are whole seconds (45s, 30m, ...); a fraction is rounded up, never cut short.
             graceSeconds: graceMs === undefined ? undefined : Math.ceil(graceMs / 1000),
           },
@@ -168,7 +176,7 @@ export function createRemoteBackend(options: RemoteBackendOptions | { client: Cl
     async update(id, patch) {
       const data = await client.request(
         `mutation ($input: UpdateApiKeyInput!) { apiKey { update(input: $input) { ${FIELDS} } } }`,
-        { input: { id, ...patch } },
+        { input: { id, ...patch, labels: labelList(patch.labels) } },
         UpdateSchema,
       );
       return toInfo(data.apiKey.update);

@@ -1,5 +1,5 @@
 /**
- * Rules that keep one key's name from passing for another's (issue 11, item 18). They apply to new
+ * Rules that keep one key's name from passing for another's. They apply to new
  * names only (create, rename); a lookup by name keeps the older, looser rule so keys named before
  * these rules existed can still be found and deleted.
  *

@@ -104,3 +104,13 @@ export function parseSince(text: unknown, now: number, flag = "--since"): number
 
 /** Milliseconds since the epoch for a stored ISO time, Infinity when absent (never). */
 export const untilOf = (iso: string | undefined): number => (iso ? Date.parse(iso) : Infinity);
+
+/** Where a key is in its life: working, past its expiry or grace period, or replaced but in its grace period. */
+export type KeyState = "active" | "expired" | "grace";
+export const KEY_STATES: readonly KeyState[] = ["active", "expired", "grace"];
+
+/** A key's state at `now` (ms): expired once its expiry or its grace period has passed. */
+export function keyState(key: { expiresAt?: string; graceUntil?: string }, now: number): KeyState {
+  if (Math.min(untilOf(key.expiresAt), untilOf(key.graceUntil)) <= now) return "expired";
+  return key.graceUntil ? "grace" : "active";
+}

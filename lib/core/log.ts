@@ -1,9 +1,11 @@
 /**
  * Logging for people, always on stderr (stdout carries data only). `LOG_LEVEL` picks the level:
  * silent, error, warn, info (default), debug, trace. Nothing logged ever contains a secret: callers
- * log ids and names, and the store never sees a secret after hashing it.
+ * log ids and names, the store never sees a secret after hashing it, and a debug line quoting what was
+ * typed (a `--store` path) has any secret in it elided (`redactSecrets`).
  */
 import type { ConsolaInstance } from "consola/basic";
+import { redactSecrets } from "./secret.ts";
 
 const LOG_LEVEL_NAMES = ["silent", "error", "warn", "info", "debug", "trace"] as const;
 export type LogLevelName = (typeof LOG_LEVEL_NAMES)[number];
@@ -39,5 +41,5 @@ export async function createDebug(env: Record<string, string | undefined> = proc
   const { level, unknown } = resolveLogLevel(env.LOG_LEVEL);
   if (level !== "debug" && level !== "trace" && !unknown) return () => {};
   const logger = await createLogger(env);
-  return (message) => logger.debug(message);
+  return (message) => logger.debug(redactSecrets(message));
 }

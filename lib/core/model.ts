@@ -51,6 +51,8 @@ export interface ApiKeyInfo {
   lastUsedAt?: string;
   /** Present on a key replaced by `--overwrite --grace`: its secret keeps working until then. */
   graceUntil?: string;
+  /** The operator's `key=value` labels (see lib/core/labels.ts), keys sorted; absent: none. */
+  labels?: Record<string, string>;
 }
 
 /** A key as persisted: its public fields plus the SHA-256 (hex) of its secret. */
@@ -66,6 +68,8 @@ export interface CreateKeyInput {
   permissions: Permission[];
   /** When the key stops working (ISO 8601); must lie in the future. */
   expiresAt?: string;
+  /** Labels, at most 20 (see lib/core/labels.ts). */
+  labels?: Record<string, string>;
 }
 
 /** The fields an update may change; `expiresAt: null` removes an expiry. */
@@ -75,6 +79,8 @@ export interface KeyPatch {
   roles?: Role[];
   permissions?: Permission[];
   expiresAt?: string | null;
+  /** The whole new set of labels; `{}` removes them all. */
+  labels?: Record<string, string>;
 }
 
 /** Who made a change: a person at this host (the CLI, the library) or the key that called the service. */
@@ -84,7 +90,7 @@ export type Actor = { kind: "local"; user: string; host: string } | { kind: "key
  * What an audit event records. `prune` is the removal of an expired key by `--delete --expired`; `rotate`
  * is a new secret for a key that keeps its id and settings.
  */
-export const AUDIT_ACTIONS = ["create", "overwrite", "update", "delete", "prune", "rotate"] as const;
+export const AUDIT_ACTIONS = ["create", "overwrite", "update", "delete", "prune", "import", "rotate"] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
 /** One change to the store, as the audit trail keeps it: never a secret nor a hash. */

@@ -1,12 +1,11 @@
 /**
- * API key secrets: `sapi_` + 43 base62 characters (256 bits from the system CSPRNG) + a
+ * API key secrets: `sapi_` + 43 base62 characters (256 bits from Web Crypto's `getRandomValues`) + a
  * 6-character base62 CRC-32 of those characters. The prefix lets secret scanners find leaked keys;
  * the checksum lets a server reject a mistyped or forged key without touching the store.
  * Only the SHA-256 of a secret is ever stored.
  */
+import * as nodeCrypto from "node:crypto";
 import { once } from "./_once.ts";
-import { loadNodeCrypto, randomBytes } from "./_random.ts";
-import { sha256HexJs } from "./_sha256.ts";
 
 export const SECRET_PREFIX = "sapi_";
 const ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
@@ -38,7 +37,7 @@ function base62(value: number, width: number): string {
 function randomBase62(length: number): string {
   let out = "";
   while (out.length < length) {
-    for (const byte of randomBytes(length * 2)) {
+    for (const byte of crypto.getRandomValues(new Uint8Array(length * 2))) {
       if (byte < 248 && out.length < length) out += ALPHABET[byte % 62];
     }
   }
@@ -55,12 +54,22 @@ export function generateSecret(): string {
 }
 
 /**
- * Replaces anything shaped like a secret with its prefix and an ellipsis, so a key pasted into the
- * wrong flag or field is never echoed back in a message.
+ * The one rule for every message the CLI prints and the service answers: anything that passes a
+ * secret's checksum (`secretSpans`), with or without its prefix, and anything written `sapi_…`, is
+ * elided to "…", so a key pasted into the wrong flag, field or variable is never echoed back.
  * @example redactSecrets("Unknown option `--sapi_3kTq…`") // "Unknown option `--sapi_…`"
+ * @example redactSecrets(`No API key found with name: ${generateSecret().slice(5)}`) // "No API key found with name: …"
  */
 export function redactSecrets(text: string): string {
-  return text.replace(/(sapi_)[0-9a-z]+/gi, "$1…");
+  let out = "";
+  let from = 0;
+  for (const [start, end] of secretSpans(text)) {
+    if (start < from) continue; // overlapping windows of one secret
+    out += text.slice(from, start) + "…";
+    from = end;
+  }
+  out = from === 0 ? text : out + text.slice(from);
+  return out.replace(/(sapi_)[0-9a-z]+/gi, "$1…");
 }
 
 /** How many characters of a secret's alphabet in a row a path may hold before `redactSecretsInPath` cuts them. */
@@ -86,42 +95,84 @@ export function isWellFormedSecret(secret: string): boolean {
 }
 
 /**
- * True when a secret's body and checksum appear anywhere in `text`: with or without the `sapi_`
- * prefix, even glued to other letters. The checksum makes this exact (a chance match is about 1 in
- * 62^6 per position), so prose that merely mentions `sapi_` does not match.
+ * True when a secret's body and checksum appear anywhere in `text` (see `secretSpans`): with or without
+ * the `sapi_` prefix, glued to other letters, or broken by whitespace. The checksum makes this exact (a
+ * chance match is about 1 in 62^6 per position), so prose that merely mentions `sapi_` does not match.
  * @example containsSecret(`token ${generateSecret()} for CI`) // true
  */
 export function containsSecret(text: string): boolean {
-  const width = BODY_LENGTH + CHECK_LENGTH;
-  for (const [run] of text.matchAll(new RegExp(`[0-9A-Za-z]{${width},}`, "g"))) {
-    for (let at = 0; at + width <= run.length; at++) {
-      const body = run.slice(at, at + BODY_LENGTH);
-      if (run.startsWith(base62(crc32(body), CHECK_LENGTH), at + BODY_LENGTH)) return true;
+  return secretSpans(text, true).length > 0;
+}
+
+const CHAR_VALUE = new Int8Array(128).fill(-1);
+for (let i = 0; i < ALPHABET.length; i++) CHAR_VALUE[ALPHABET.charCodeAt(i)] = i;
+const crcStep = (crc: number, byte: number) => CRC_TABLE[(crc ^ byte) & 0xff] ^ (crc >>> 8);
+
+/**
+ * What sliding a 43-character CRC-32 window by one takes away: the last character's contribution after
+ * 43 more steps (`out[c]`) and the initial value's (`init`). CRC-32 is linear, so a window's register is
+ * the previous one stepped with the new character, XOR these. Built on first use.
+ */
+const ROLLING = once(() => {
+  const zeros = (crc: number, n: number) => {
+    for (let i = 0; i < n; i++) crc = crcStep(crc, 0);
+    return crc;
+  };
+  const out = new Uint32Array(128);
+  for (let c = 0; c < 128; c++) out[c] = zeros(CRC_TABLE[c], BODY_LENGTH);
+  return { out, init: (zeros(0xffffffff, BODY_LENGTH + 1) ^ zeros(0xffffffff, BODY_LENGTH)) >>> 0 };
+});
+
+/**
+ * Where secrets are in `text`: the [start, end) of every 49 characters of the alphabet whose last 6 are
+ * the checksum of the first 43. Whitespace and the escapes `\n` `\r` `\t` between them are skipped, so
+ * a secret broken over lines, or quoted in JSON, is found too. One pass (a rolling CRC): cheap on long text.
+ */
+export function secretSpans(text: string, first = false): [number, number][] {
+  const spans: [number, number][] = [];
+  const at: number[] = []; // where each character of the current run is in `text`
+  const values: number[] = [];
+  const { out, init } = ROLLING();
+  let crc = 0xffffffff;
+  for (let i = 0; i <= text.length; i++) {
+    const code = i < text.length ? text.charCodeAt(i) : 32;
+    if (code < 128 && CHAR_VALUE[code] >= 0) {
+      const n = at.push(i);
+      values.push(CHAR_VALUE[code]);
+      // The register over the 43 characters ending CHECK_LENGTH before this one.
+      const enter = n - 1 - CHECK_LENGTH;
+      if (enter >= 0) {
+        crc = crcStep(crc, text.charCodeAt(at[enter]));
+        if (enter >= BODY_LENGTH) crc = (crc ^ out[text.charCodeAt(at[enter - BODY_LENGTH])] ^ init) >>> 0;
+      }
+      if (enter >= BODY_LENGTH - 1 && checksumAt(values, n - CHECK_LENGTH) === ((crc ^ 0xffffffff) >>> 0)) {
+        spans.push([at[n - BODY_LENGTH - CHECK_LENGTH], i + 1]);
+        if (first) return spans;
+      }
+    } else if (code === 92 && at.length && /[nrt]/.test(text[i + 1] ?? "")) {
+      i++; // an escaped newline, carriage return or tab inside a run
+    } else if (!(code === 32 || (code >= 9 && code <= 13) || (at.length && /\s/.test(text[i])))) {
+      at.length = values.length = 0;
+      crc = 0xffffffff;
     }
   }
-  return false;
+  return spans;
+}
+
+/** The number 6 base62 digits from `from` in `values` spell. */
+function checksumAt(values: number[], from: number): number {
+  let n = 0;
+  for (let k = from; k < from + CHECK_LENGTH; k++) n = n * 62 + values[k];
+  return n;
 }
 
 /**
- * SHA-256 of a string, as lowercase hex, for code that hashes once or twice per process (a create:
- * the name and the secret). Plain JavaScript (./_sha256.ts), so a create does not load node:crypto.
+ * SHA-256 of a string (as UTF-8), as lowercase hex: the one hash of the store (secrets, names), from
+ * node:crypto on Node and Deno alike. Synchronous, which Web Crypto's `subtle.digest` is not: the store
+ * derives keys from names inside synchronous code. `crypto.hash` (Node 20.12+, Deno) is the one-shot
+ * form, faster per call than `createHash` for the short strings hashed here.
  * @example sha256Hex("abc") // "ba7816bf…"
  */
-export const sha256Hex: (text: string) => string = sha256HexJs;
-
-/**
- * The same digest for code that hashes on every request (the service's verification): node:crypto's
- * one-shot `crypto.hash` (Node 20.12+, Deno; `createHash` before) is about five times faster than the
- * JavaScript (0.5 vs 2.5 µs here). node:crypto is loaded on the first call (`loadNodeCrypto`); where it
- * cannot be, the JavaScript serves.
- */
-export function sha256HexHot(text: string): string {
-  return hotSha256Hex()(text);
-}
-
-const hotSha256Hex = once((): ((text: string) => string) => {
-  const nodeCrypto = loadNodeCrypto();
-  if (!nodeCrypto) return sha256HexJs;
-  const { hash, createHash } = nodeCrypto as { hash?: typeof nodeCrypto.hash; createHash: typeof nodeCrypto.createHash };
-  return hash ? (text) => hash("sha256", text, "hex") : (text) => createHash("sha256").update(text).digest("hex");
-});
+export const sha256Hex: (text: string) => string = typeof nodeCrypto.hash === "function"
+  ? (text) => nodeCrypto.hash("sha256", text, "hex")
+  : (text) => nodeCrypto.createHash("sha256").update(text).digest("hex");

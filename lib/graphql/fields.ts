@@ -6,6 +6,8 @@
 import { ACTIONS, type Actor, type ApiKeyInfo, type AuthAction, type KeyPatch, type Permission, type Resource, RESOURCES, ROLES, type Role } from "../core/model.ts";
 import { ServiceError } from "../core/errors.ts";
 import { DescriptionSchema, NameSchema, parseCreateInput, parseInput, PermissionsSchema, RolesSchema } from "../core/input.ts";
+import { checkLabels } from "../core/labels.ts";
+import { parseFilter } from "../core/filter.ts";
 import { can, canPair, effectivePermissions, escalation, type Grants } from "../core/policy.ts";
 import { MAX_GRACE_MS, parseInstant, parseSince, untilOf } from "../core/lifecycle.ts";
 import type { KeyStore } from "../store/key-store.ts";
@@ -115,7 +117,16 @@ function graceOf(input: Args): number | undefined {
 /** The rules of the `Query` fields. */
 export const QUERY: Readonly<Record<string, Rule>> = {
   // Read once per request however many aliases ask: 30 aliases must not mean 30 reads of every key.
-  apiKeys: { needs: "API_KEY:READ_ANY", resolve: (_, context) => (context.listed ??= context.store.list()) },
+  apiKeys: {
+    needs: "API_KEY:READ_ANY",
+    resolve: async (a, context) => {
+      const keys = await (context.listed ??= context.store.list());
+      if (a.filter == null) return keys;
+      const matches = parseFilter(a.filter);
+      const now = Date.now();
+      return keys.filter((key) => matches(key, now));
+    },
+  },
   apiKey: { needs: "API_KEY:READ_ANY", own: (a) => [a.id], resolve: (a, { store }) => store.get(a.id) },
   apiKeyPossibleRoles: { needs: "PERMISSION:READ_ANY", keyOnly: true, resolve: () => [...ROLES] },
   apiKeyPossiblePermissions: {
@@ -164,7 +175,8 @@ export const API_KEY_MUTATIONS: Readonly<Record<string, Rule>> = {
       noOutliving(key, input.expiresAt);
       // The store checks expiresAt (future, at most 3650 days away), naming the field in its message.
       const expiry = input.expiresAt == null ? {} : { expiresAt: input.expiresAt as string };
-      return store.create({ ...parsed, ...expiry }, { overwrite: Boolean(input.overwrite), graceMs, actor: actorOf(key) });
+      const labels = input.labels == null ? {} : { labels: checkLabels(input.labels) };
+      return store.create({ ...parsed, ...expiry, ...labels }, { overwrite: Boolean(input.overwrite), graceMs, actor: actorOf(key) });
     },
   },
   update: {
@@ -179,6 +191,7 @@ export const API_KEY_MUTATIONS: Readonly<Record<string, Rule>> = {
       if (input.permissions != null) patch.permissions = parseInput(PermissionsSchema, input.permissions);
       // null removes the expiry; a time is checked by the store like on create.
       if (input.expiresAt !== undefined) patch.expiresAt = input.expiresAt;
+      if (input.labels != null) patch.labels = checkLabels(input.labels) ?? {};
       noEscalation(key, current);
       noEscalation(key, { roles: patch.roles ?? current.roles, permissions: patch.permissions ?? current.permissions });
       if (input.expiresAt !== undefined) noOutliving(key, input.expiresAt);

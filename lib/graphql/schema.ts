@@ -43,6 +43,19 @@ type ApiKey {
   lastUsedAt: String
   "Only on a key replaced by an overwrite with graceSeconds (or the old secret of a key rotated with graceSeconds): its secret keeps working until then (ISO 8601, UTC)."
   graceUntil: String
+  "The operator's labels (key=value pairs, at most 20, sorted by key); they grant nothing."
+  labels: [Label!]!
+}
+
+"A label of a key: key is 1 to 63 lower-case letters, digits, '.', '_' or '-'; value is 1 to 128 ASCII letters, digits, spaces or '. _ - : / @ +'."
+type Label {
+  key: String!
+  value: String!
+}
+
+input LabelInput {
+  key: String!
+  value: String!
 }
 
 "Who made a change. kind local: a person at a host (the CLI, the library), with user and host. kind key: the API key that called the service, with id and name."
@@ -59,13 +72,13 @@ type AuditActor {
 type AuditEvent {
   "When the change was made (ISO 8601, UTC)."
   at: String!
-  "create, overwrite, update, delete, prune (the removal of an expired key by deleteExpired) or rotate (a new secret for the key)."
+  "create, overwrite, update, delete, prune (the removal of an expired key by deleteExpired), import or rotate (a new secret for the key)."
   action: String!
   "The key changed (for an overwrite, the new key)."
   id: PrefixedID!
   name: String!
   actor: AuditActor!
-  "update: the fields it changed (name, description, roles, permissions, expiresAt)."
+  "update: the fields it changed (name, description, roles, permissions, expiresAt, labels)."
   changed: [String!]
   "overwrite: the id of the key it replaced."
   replaced: PrefixedID
@@ -116,6 +129,8 @@ input CreateApiKeyInput {
   expiresAt: String
   "With overwrite: the replaced key's secret keeps working this many seconds more (1 to 86400), so that a deployment can roll over without downtime."
   graceSeconds: Int
+  "Labels, at most 20."
+  labels: [LabelInput!]
 }
 
 input UpdateApiKeyInput {
@@ -126,6 +141,8 @@ input UpdateApiKeyInput {
   permissions: [AddPermissionInput!]
   "A new expiry (ISO 8601 with its zone, in the future); null removes the expiry; absent leaves it."
   expiresAt: String
+  "The whole new set of labels; [] removes them all; absent leaves them."
+  labels: [LabelInput!]
 }
 
 input DeleteApiKeyInput {
@@ -143,7 +160,8 @@ input RemoveRoleFromApiKeyInput {
 }
 
 type Query {
-  apiKeys: [ApiKey!]
+  "Every key, oldest first. filter: words that must all match: label:env=prod, label:env, role:ADMIN, state:active|grace|expired, name:text or a part of the name."
+  apiKeys(filter: String): [ApiKey!]
   apiKey(id: PrefixedID!): ApiKey
   apiKeyPossibleRoles: [Role!]
   apiKeyPossiblePermissions: [Permission!]
@@ -163,7 +181,7 @@ type ApiKeyMutations {
   delete(input: DeleteApiKeyInput!): Boolean
   addRole(input: AddRoleForApiKeyInput!): Boolean
   removeRole(input: RemoveRoleFromApiKeyInput!): Boolean
-  "Issues a new secret for the key: same id, name, roles, permissions, description and expiry; the result carries the new secret in key (its only appearance). The old secret stops working at once, or after graceSeconds (1 to 86400), during which it is listed as a key in its grace period of its own."
+  "Issues a new secret for the key: same id, name, roles, permissions, description, expiry and labels; the result carries the new secret in key (its only appearance). The old secret stops working at once, or after graceSeconds (1 to 86400), during which it is listed as a key in its grace period of its own."
   rotate(id: PrefixedID!, graceSeconds: Int): ApiKey
   "Deletes every key whose expiry or grace period has passed; returns them, oldest first (each an audit event, action prune)."
   deleteExpired: [ApiKey!]
@@ -206,6 +224,8 @@ export function createSchema(): GraphQLSchema {
   attach(schema.getQueryType()!, QUERY);
   attach(schema.getType("ApiKeyMutations") as GraphQLObjectType, API_KEY_MUTATIONS);
   schema.getMutationType()!.getFields().apiKey.resolve = () => ({});
+  (schema.getType("ApiKey") as GraphQLObjectType).getFields().labels.resolve = (key: { labels?: Record<string, string> }) =>
+    Object.entries(key.labels ?? {}).map(([name, value]) => ({ key: name, value }));
   // Reaching Info at all needed INFO:READ_ANY (checked on Query.info); its fields need nothing more.
   const info = (schema.getType("Info") as GraphQLObjectType).getFields();
   for (const [name, resolve] of Object.entries(INFO_FIELDS)) info[name].resolve = resolve;

@@ -3,8 +3,8 @@
  * for. `collectDefaultMetrics` always adds `nodejs_gc_duration_seconds`, which subscribes a
  * `PerformanceObserver` to every garbage collection: Node then builds a performance entry in JavaScript
  * after each one (two deprecation wrappers included on Node 20), dozens of times a second under load,
- * right after the pause every request in flight already waits for. Side by side (`node bench/tail.mjs`,
- * BENCHMARKS.md "Fifth round") the service's p99 was about 0.1 ms (7%) lower without it, at the same CPU.
+ * right after the pause every request in flight already waits for. Side by side (`node bench/tail.mjs`)
+ * the service's p99 is about 0.1 ms (7%) lower without it, at the same CPU.
  * The other collectors cost nothing between scrapes but the event-loop delay histogram, which is native.
  *
  * The list mirrors prom-client's `lib/defaultMetrics.js` (15.x); tests/metrics-process.test.ts fails if

@@ -9,8 +9,8 @@
  *
  * That handler costs more than the compiled execution itself: it parses Accept again, copies the 26
  * specified rules and the execution arguments, and awaits seven times. Skipped, a request whose answer is
- * not remembered (`{ me { id name } info { hostname } }`) allocates less and waits on fewer microtasks:
- * BENCHMARKS.md, "Fifth round".
+ * not remembered (`{ me { id name } info { hostname } }`) allocates less and waits on fewer microtasks
+ * (docs/performance.md).
  *
  * Everything else goes through graphql-http, as does any result with errors: it is handed over as
  * computed (`settledResult`), so the query is not run again and its errors are formatted and given their

@@ -5,8 +5,8 @@
  * text format correctly (escaping, histogram buckets, HELP/TYPE lines). A request costs no prom-client
  * call: its status and duration are counted in plain numbers and a bucket array, which the metrics' `collect()`
  * hands to prom-client when /metrics is scraped (a counter increment and a histogram observation through
- * prom-client cost 7-8 µs a request under load: label hashing, validation, objects). See the README
- * ("Watching the service").
+ * prom-client cost 7-8 µs a request under load: label hashing, validation, objects). See
+ * docs/operations.md ("Logs, health and metrics").
  *
  * The number of keys is not counted per scrape (a full listing): it is refreshed in the background at
  * most every `keysEveryMs` (default 30 s), so it may be that much behind.

@@ -2,8 +2,7 @@
  * Creating a key, and replacing one (`overwrite`, with or without a grace period): the record and secret
  * entry first, then the event, then the commit point on the name (see the top of key-store.ts).
  */
-import { randomUUID } from "../core/_random.ts";
-import type { CreatedKey, StoredKey } from "../core/model.ts";
+import type { CreatedKey, CreateKeyInput, StoredKey } from "../core/model.ts";
 import { ServiceError } from "../core/errors.ts";
 import { isKeyId } from "../core/input.ts";
 import { MAX_GRACE_MS, untilOf } from "../core/lifecycle.ts";
@@ -13,107 +12,136 @@ import { publicView } from "./_entries.ts";
 import { iso, type StoreContext } from "./_context.ts";
 import type { ChangeOptions, CreateOptions } from "./types.ts";
 
-export function createCreate(ctx: StoreContext, removeById: (id: string, action: "delete", change: ChangeOptions) => Promise<unknown>) {
-  const { storage, atomic, entries, audit, bumpRevision, readRevision, debug, now } = ctx;
-  const { nameKey, graceKey, readRecord, readId, live, inGrace, discard } = entries;
+type RemoveById = (id: string, action: "delete", change: ChangeOptions) => Promise<unknown>;
 
-  /**
-   * Marks the live key `id` as replaced-with-grace until `until` (ms), before its name moves on. A key of
-   * that name still in an earlier grace period is removed: a name has at most two working secrets.
-   */
-  async function startGrace(id: string, until: number, change: ChangeOptions) {
-    await atomic.exclusive(`keys:${id}`, async () => {
-      const old = await live(await readRecord(id));
-      if (!old) return;
-      const earlier = await readId(graceKey(old.name));
-      if (isKeyId(earlier) && earlier !== id) await removeById(earlier, "delete", change);
-      await storage.setItem(`keys:${id}`, { ...old, graceUntil: iso(Math.min(until, untilOf(old.expiresAt))) });
-      await storage.setItem(graceKey(old.name), id);
-    });
+/**
+ * Marks the live key `id` as replaced-with-grace until `until` (ms), before its name moves on. A key of
+ * that name still in an earlier grace period is removed: a name has at most two working secrets.
+ */
+async function startGrace(ctx: StoreContext, removeById: RemoveById, id: string, until: number, change: ChangeOptions) {
+  const { storage, atomic } = ctx;
+  const { graceKey, readRecord, readId, live } = ctx.entries;
+  await atomic.exclusive(`keys:${id}`, async () => {
+    const old = await live(await readRecord(id));
+    if (!old) return;
+    const earlier = await readId(graceKey(old.name));
+    if (isKeyId(earlier) && earlier !== id) await removeById(earlier, "delete", change);
+    await storage.setItem(`keys:${id}`, { ...old, graceUntil: iso(Math.min(until, untilOf(old.expiresAt))) });
+    await storage.setItem(graceKey(old.name), id);
+  });
+}
+
+/** The new key's record and its secret entry, both durable before the name entry commits the key. */
+async function writeRecord(ctx: StoreContext, input: CreateKeyInput): Promise<{ record: StoredKey; secret: string }> {
+  const { storage, bumpRevision, readRevision, now } = ctx;
+  const { discard } = ctx.entries;
+  // The revision file exists from the first key on, so that a later revocation can bump it in place
+  // without new space (a delete must work on a full disk). One read; a write only the first time.
+  if (!(await readRevision())) await bumpRevision();
+  const secret = generateSecret();
+  const record: StoredKey = {
+    id: crypto.randomUUID(),
+    name: input.name,
+    ...(input.description ? { description: input.description } : {}),
+    roles: [...input.roles],
+    permissions: input.permissions.map((p) => ({ resource: p.resource, actions: [...p.actions] })),
+    createdAt: iso(now()),
+    ...(input.expiresAt ? { expiresAt: input.expiresAt } : {}),
+    ...(input.labels ? { labels: { ...input.labels } } : {}),
+    hash: sha256Hex(secret),
+  };
+  // They can be written together.
+  await Promise.all([
+    storage.setItem(`keys:${record.id}`, record),
+    storage.setItem(`secrets:${record.hash}`, record.id),
+  ]).catch(async (error) => {
+    await discard(record).catch(() => {}); // one of the two may have been written (a full disk)
+    throw error;
+  });
+  return { record, secret };
+}
+
+/**
+ * Points the name at the new record: the commit point. The event names the key the name holds when it
+ * is read; the commit is a compare-and-swap against that same value (or a claim of an absent name), so
+ * the key replaced is always the key the event names. A race lost to another overwrite reads the name
+ * again, with a new event. Returns the id of the key replaced, or null.
+ */
+async function commit(
+  ctx: StoreContext,
+  removeById: RemoveById,
+  record: StoredKey,
+  existing: string | null,
+  options: CreateOptions,
+  taken: () => ServiceError,
+): Promise<string | null> {
+  const { atomic, audit, bumpRevision, now } = ctx;
+  const { nameKey, readId, discard } = ctx.entries;
+  const { overwrite = false, graceMs, actor } = options;
+  const names = nameKey(record.name);
+  let current = existing;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const replacing = overwrite && isKeyId(current) ? current : undefined;
+      await audit(replacing ? "overwrite" : "create", record, { actor }, replacing ? { replaced: replacing } : undefined);
+      if (replacing && graceMs) await startGrace(ctx, removeById, replacing, now() + graceMs, { actor });
+    } catch (error) {
+      await discard(record).catch(() => {});
+      throw error;
+    }
+    if (current === null) {
+      if (await atomic.claim(names, record.id)) return null;
+    } else {
+      // Bumped before the swap as well as after: a process killed between the two must not leave
+      // other processes trusting remembered verifications of the key it replaced.
+      await bumpRevision();
+      if (!atomic.swapIf) return await atomic.swap(names, record.id);
+      if (await atomic.swapIf(names, current, record.id)) return current;
+    }
+    if (!overwrite || attempt >= 64) {
+      await discard(record);
+      if (!overwrite) throw taken();
+      throw new ServiceError("STORE_UNAVAILABLE", `Key store unavailable: the name '${record.name}' kept changing while being overwritten`);
+    }
+    current = await readId(names);
   }
+}
 
+/**
+ * Removes the key an overwrite replaced, unless a rename moved it to another name first (update then
+ * overwrite: it lives on there) or it is in the grace period this overwrite gave it.
+ */
+async function dropReplaced(ctx: StoreContext, previous: string, graceMs: number | undefined) {
+  const { atomic, bumpRevision } = ctx;
+  const { readRecord, live, inGrace, discard } = ctx.entries;
+  await bumpRevision();
+  await atomic.exclusive(`keys:${previous}`, async () => {
+    const replaced = await readRecord(previous);
+    if (await live(replaced)) return;
+    if (graceMs && (await inGrace(replaced))) return;
+    await discard(replaced);
+  });
+}
 
-  return async (rawInput: unknown, { overwrite = false, graceMs, actor }: CreateOptions = {}): Promise<CreatedKey> => {
+/** Creates keys in the store of `ctx`; `removeById` removes a key in an earlier grace period of the name. */
+export function createCreate(ctx: StoreContext, removeById: RemoveById) {
+  const { entries, debug, now } = ctx;
+  const { nameKey, readId } = entries;
+
+  return async (rawInput: unknown, options: CreateOptions = {}): Promise<CreatedKey> => {
+    const { overwrite = false, graceMs } = options;
     const input = checkKeyInput(rawInput, now()); // the CLI's and GraphQL's rules, whoever calls
     if (graceMs !== undefined && (!overwrite || !(graceMs > 0 && graceMs <= MAX_GRACE_MS))) {
       throw new ServiceError("INVALID_INPUT", overwrite ? "A grace period is more than 0 and at most 24h" : "A grace period needs --overwrite");
     }
     const started = Date.now();
-    const names = nameKey(input.name);
     const taken = () =>
       new ServiceError("NAME_TAKEN", `API key with name '${input.name}' already exists. Use --overwrite to replace it.`);
-    const existing = await readId(names);
+    const existing = await readId(nameKey(input.name));
     if (!overwrite && existing !== null) throw taken();
-
-    // The revision file exists from the first key on, so that a later revocation can bump it in place
-    // without new space (a delete must work on a full disk). One read; a write only the first time.
-    if (!(await readRevision())) await bumpRevision();
-    const secret = generateSecret();
-    const record: StoredKey = {
-      id: randomUUID(),
-      name: input.name,
-      ...(input.description ? { description: input.description } : {}),
-      roles: [...input.roles],
-      permissions: input.permissions.map((p) => ({ resource: p.resource, actions: [...p.actions] })),
-      createdAt: iso(now()),
-      ...(input.expiresAt ? { expiresAt: input.expiresAt } : {}),
-      hash: sha256Hex(secret),
-    };
-    // Both entries are durable before the name entry commits the key; they can be written together.
-    await Promise.all([
-      storage.setItem(`keys:${record.id}`, record),
-      storage.setItem(`secrets:${record.hash}`, record.id),
-    ]).catch(async (error) => {
-      await discard(record).catch(() => {}); // one of the two may have been written (a full disk)
-      throw error;
-    });
-    // The event names the key the name holds when it is read; the commit is a compare-and-swap against that
-    // same value (or a claim of an absent name), so the key replaced is always the key the event names. A
-    // race lost to another overwrite reads the name again, with a new event (see the top of this file).
-    let current = existing;
-    let previous: string | null = null;
-    for (let attempt = 1; ; attempt++) {
-      try {
-        const replacing = overwrite && isKeyId(current) ? current : undefined;
-        await audit(replacing ? "overwrite" : "create", record, { actor }, replacing ? { replaced: replacing } : undefined);
-        if (replacing && graceMs) await startGrace(replacing, now() + graceMs, { actor });
-      } catch (error) {
-        await discard(record).catch(() => {});
-        throw error;
-      }
-      if (current === null) {
-        if (await atomic.claim(names, record.id)) break;
-      } else {
-        // Bumped before the swap as well as after: a process killed between the two must not leave
-        // other processes trusting remembered verifications of the key it replaced.
-        await bumpRevision();
-        if (!atomic.swapIf) {
-          previous = await atomic.swap(names, record.id);
-          break;
-        }
-        if (await atomic.swapIf(names, current, record.id)) {
-          previous = current;
-          break;
-        }
-      }
-      if (!overwrite || attempt >= 64) {
-        await discard(record);
-        if (!overwrite) throw taken();
-        throw new ServiceError("STORE_UNAVAILABLE", `Key store unavailable: the name '${input.name}' kept changing while being overwritten`);
-      }
-      current = await readId(names);
-    }
-    if (previous && previous !== record.id) {
-      await bumpRevision();
-      // Not if a rename moved it to another name first (update then overwrite): it lives on there.
-      // Nor if it is in the grace period this overwrite gave it.
-      await atomic.exclusive(`keys:${previous}`, async () => {
-        const replaced = await readRecord(previous);
-        if (await live(replaced)) return;
-        if (graceMs && (await inGrace(replaced))) return;
-        await discard(replaced);
-      });
-    }
+    const { record, secret } = await writeRecord(ctx, input);
+    const previous = await commit(ctx, removeById, record, existing, options, taken);
+    if (previous && previous !== record.id) await dropReplaced(ctx, previous, graceMs);
     if (overwrite) debug(`create: ${previous ? `replaced key ${previous} with` : "stored"} ${record.id}`);
     debug(`create: key ${record.id} committed in ${Date.now() - started} ms`);
     return { ...publicView(record), key: secret };

@@ -1,17 +1,20 @@
 /**
- * The store's own check of what it is given (issue 11, item 17): the same valibot schemas and messages
+ * The store's own check of what it is given: the same valibot schemas and messages
  * as the CLI and GraphQL, so a library caller cannot store a key those would refuse or could not delete.
  */
 import type { CreateKeyInput, KeyPatch } from "../core/model.ts";
 import { checkExpiresAt } from "../core/lifecycle.ts";
 import { ServiceError } from "../core/errors.ts";
 import { DescriptionSchema, NameSchema, parseCreateInput, parseInput, PermissionsSchema, RolesSchema } from "../core/input.ts";
+import { checkLabels } from "../core/labels.ts";
 
 /** A create request, validated and normalized (throws INVALID_INPUT); `now` decides whether an expiry is past. */
 export function checkKeyInput(input: unknown, now: number): CreateKeyInput {
   if (typeof input !== "object" || input === null) throw new ServiceError("INVALID_INPUT", "A key needs a name and roles or permissions");
-  const { name, description, roles, permissions, expiresAt } = input as Record<string, unknown>;
-  const checked = parseCreateInput({ name, description, roles, permissions });
+  const { name, description, roles, permissions, expiresAt, labels } = input as Record<string, unknown>;
+  const checked: CreateKeyInput = parseCreateInput({ name, description, roles, permissions });
+  const checkedLabels = checkLabels(labels);
+  if (checkedLabels) checked.labels = checkedLabels;
   return expiresAt === undefined || expiresAt === null ? checked : { ...checked, expiresAt: checkExpiresAt(expiresAt, now) };
 }
 
@@ -28,6 +31,7 @@ export function checkKeyPatch(patch: unknown, now: number): KeyPatch {
   if (given.description !== undefined) out.description = parseInput(DescriptionSchema, given.description ?? "") ?? "";
   if (given.roles !== undefined) out.roles = parseInput(RolesSchema, given.roles);
   if (given.permissions !== undefined) out.permissions = parseInput(PermissionsSchema, given.permissions);
+  if (given.labels !== undefined) out.labels = checkLabels(given.labels ?? {}) ?? {};
   return out;
 }
 

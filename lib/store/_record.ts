@@ -15,9 +15,10 @@ const isTime = (value: unknown) => value === undefined || (typeof value === "str
 /** True when `value` is a whole key record stored under `id`. */
 export function isStoredKey(value: unknown, id: string): value is StoredKey {
   if (!isObject(value)) return false;
-  const { name, description, roles, permissions, createdAt, hash, expiresAt, lastUsedAt, graceUntil } = value;
+  const { name, description, roles, permissions, createdAt, hash, expiresAt, lastUsedAt, graceUntil, labels } = value;
   return value.id === id && typeof name === "string" && (description === undefined || typeof description === "string") &&
     isTime(expiresAt) && isTime(lastUsedAt) && isTime(graceUntil) &&
+    (labels === undefined || (isObject(labels) && !Array.isArray(labels) && Object.values(labels).every((v) => typeof v === "string"))) &&
     isStrings(roles) && typeof createdAt === "string" && typeof hash === "string" && HASH.test(hash) &&
     Array.isArray(permissions) && permissions.every((p) => isObject(p) && typeof p.resource === "string" && isStrings(p.actions));
 }

@@ -21,7 +21,6 @@ import type { CreatedKey, StoredKey } from "../core/model.ts";
 import { ServiceError } from "../core/errors.ts";
 import { isKeyId } from "../core/input.ts";
 import { MAX_GRACE_MS, untilOf } from "../core/lifecycle.ts";
-import { randomUUID } from "../core/_random.ts";
 import { generateSecret, sha256Hex } from "../core/secret.ts";
 import { publicView } from "./_entries.ts";
 import { iso, type StoreContext } from "./_context.ts";
@@ -46,7 +45,7 @@ export function createRotate(ctx: StoreContext, removeById: RemoveById) {
 
   /** Step 3: the old secret keeps working until `until` (ms) as a twin of the old record in the name's grace entry. */
   const keepOldSecret = async (old: StoredKey, until: number, change: ChangeOptions) => {
-    const twin: StoredKey = { ...old, id: randomUUID(), graceUntil: iso(Math.min(until, untilOf(old.expiresAt))) };
+    const twin: StoredKey = { ...old, id: crypto.randomUUID(), graceUntil: iso(Math.min(until, untilOf(old.expiresAt))) };
     await storage.setItem(`keys:${twin.id}`, twin);
     const earlier = await readId(graceKey(old.name));
     if (isKeyId(earlier) && earlier !== old.id) await removeById(earlier, "delete", change);

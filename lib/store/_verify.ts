@@ -2,8 +2,7 @@
  * `verify` and `refusal`: the store's answer to "which key is this secret?", on every request the
  * service answers. Written without the store's error wrapper, and with a cache (see key-store.ts).
  */
-import { randomUUID } from "../core/_random.ts";
-import { isWellFormedSecret, sha256HexHot } from "../core/secret.ts";
+import { isWellFormedSecret, sha256Hex } from "../core/secret.ts";
 import { createLru } from "../core/_lru.ts";
 import type { Entries } from "./_entries.ts";
 import { publicView } from "./_entries.ts";
@@ -55,7 +54,7 @@ export function createVerifier(options: {
   const { entries, readRevision, cacheSize, cacheTtl, now, onError } = options;
   const verified = createLru<string, Remembered>(cacheSize);
   // Validity tokens: this instance's random prefix and a count of full checks, so each is new.
-  const instance = randomUUID().slice(0, 8);
+  const instance = crypto.randomUUID().slice(0, 8);
   let checks = 0;
 
   /** The record a secret's hash leads to (when it is that record's hash), and until when it authenticates. */
@@ -111,7 +110,7 @@ export function createVerifier(options: {
 
   /** `verifyNow` for a secret its caller has already found well formed (the service's handler does, for its message). */
   const verifyFormed: VerifyNow = (secret, since) => {
-    const hash = sha256HexHot(secret);
+    const hash = sha256Hex(secret);
     let revision: string | Promise<string>;
     try {
       // Read the revision before checking, so a revocation during the check is noticed next time.
@@ -132,7 +131,7 @@ export function createVerifier(options: {
     refusal: async (secret: string): Promise<Refusal> => {
       if (!isWellFormedSecret(secret)) return "unknown";
       try {
-        const { until } = await standing(sha256HexHot(secret));
+        const { until } = await standing(sha256Hex(secret));
         return until !== null && now() >= until ? "expired" : "unknown";
       } catch (error) {
         return onError(error);

@@ -11,6 +11,7 @@ import { join, resolve } from "node:path";
 import { ServiceError } from "../core/errors.ts";
 import { createStorage } from "unstorage";
 import { fsDriver } from "./drivers/fs.ts";
+import { createStoreDir } from "./drivers/_fs-presence.ts";
 import { createKeyStore, type KeyStore } from "./key-store.ts";
 import { redactRedisUrl } from "./drivers/_redis-url.ts";
 
@@ -51,6 +52,17 @@ export function parseStoreSpec(value: string | undefined, env: Env = process.env
   return { kind: "fs", dir: resolve(spec) };
 }
 
+/**
+ * Where the store choice came from, for `doctor` and the server's log: `--store`, `SERVICE_API_STORE`,
+ * or the default (and the variable that placed it).
+ */
+export function storeSource(flag: string | undefined, env: Env = process.env): { source: "flag" | "environment" | "default"; detail: string } {
+  if (flag?.trim()) return { source: "flag", detail: "--store" };
+  if (env.SERVICE_API_STORE?.trim()) return { source: "environment", detail: "SERVICE_API_STORE" };
+  const from = env.XDG_CONFIG_HOME ? `XDG_CONFIG_HOME=${env.XDG_CONFIG_HOME}` : `HOME=${env.HOME || homedir()}`;
+  return { source: "default", detail: `the default, from ${from}` };
+}
+
 /** Describes a store for logs, without credentials. */
 export function describeStore(spec: StoreSpec): string {
   if (spec.kind === "fs") return `fs:${spec.dir}`;
@@ -61,12 +73,14 @@ export function describeStore(spec: StoreSpec): string {
 /**
  * Opens the key store a spec describes. Drivers load lazily, so a command pays only for the one it uses.
  * `oneShot`: the caller makes one change and exits (the CLI), so file I/O may block.
+ * `create`: a directory store is made now if missing, owned by this user (`serve`: the store a later
+ * root CLI run then keeps that owner for).
  * @example const store = await openKeyStore(parseStoreSpec("memory:"));
  */
 export async function openKeyStore(
   spec: StoreSpec,
   debug?: (message: string) => void,
-  options: { oneShot?: boolean } = {},
+  options: { oneShot?: boolean; create?: boolean } = {},
 ): Promise<KeyStore> {
   debug?.(`store: ${describeStore(spec)}`);
   if (spec.kind === "memory") {
@@ -80,6 +94,7 @@ export async function openKeyStore(
     return store;
   }
   if (spec.kind === "fs") {
+    if (options.create) createStoreDir(spec.dir);
     const driver = fsDriver({ base: spec.dir, blocking: options.oneShot, debug });
     driver.check(); // a bad, foreign or loose directory is reported before any work, and a server never starts on one
     return createKeyStore({ storage: createStorage({ driver }), atomic: driver.atomic, audit: driver.audit, debug });

@@ -15,7 +15,9 @@
  *   meta:revision        changes whenever a key is deleted, replaced or updated
  *
  * The audit trail is kept beside it (`AuditLog`): each change appends its event before the change's
- * commit point (a name entry claimed, swapped or taken), so no change is ever without its event.
+ * commit point (a name entry claimed, swapped or taken, or for an update its record rewritten), so no
+ * change is ever without its event; a rename appends it only once its new name is claimed, so a rename
+ * refused for a taken name leaves no event.
  *
  * Lifecycle. A record may carry `expiresAt`: from that instant `verify` refuses it (and remembered
  * verifications lapse, the clock being read on every hit) until `deleteExpired` removes it. An
@@ -65,7 +67,6 @@
 import { createStorage } from "unstorage";
 import type { ApiKeyInfo, StoredKey } from "../core/model.ts";
 import { isServiceError, ServiceError } from "../core/errors.ts";
-import { randomUUID } from "../core/_random.ts";
 import { checkKeyPatch, lookupName } from "./_input.ts";
 import { isKeyId } from "../core/input.ts";
 import { describeSystemError } from "./_system-errors.ts";
@@ -76,16 +77,27 @@ import { iso, type StoreContext } from "./_context.ts";
 import { createRemovals } from "./_remove.ts";
 import { createCreate } from "./_create.ts";
 import { createRotate } from "./_rotate.ts";
+import { createTransfer } from "./_transfer.ts";
 
 export { type AtomicIndex, createLocalAtomicIndex } from "./atomic.ts";
 import { createLocalAtomicIndex } from "./atomic.ts";
-export type { ChangeOptions, CreateOptions, KeyBackend, KeyStore, KeyStoreOptions, Refusal, RotateOptions, VerifiedKey } from "./types.ts";
+export type {
+  ChangeOptions,
+  CreateOptions,
+  ImportOptions,
+  ImportReport,
+  KeyBackend,
+  KeyStore,
+  KeyStoreOptions,
+  OnConflict,
+  Refusal,
+  RotateOptions,
+  VerifiedKey,
+} from "./types.ts";
 import type { KeyStore, KeyStoreOptions } from "./types.ts";
 
 const REVISION = "meta:revision";
-/** Name entries read per batch by `list`. */
-const LIST_CHUNK = 256;
-const UPDATABLE = ["name", "description", "roles", "permissions", "expiresAt"] as const;
+const UPDATABLE = ["name", "description", "roles", "permissions", "expiresAt", "labels"] as const;
 
 /**
  * Creates a key store over an unstorage `Storage`.
@@ -110,7 +122,7 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
     entries,
     now,
     debug,
-    bumpRevision: () => (atomic.bump ? atomic.bump(REVISION) : storage.setItem(REVISION, randomUUID())),
+    bumpRevision: () => (atomic.bump ? atomic.bump(REVISION) : storage.setItem(REVISION, crypto.randomUUID())),
     readRevision: atomic.version ? () => atomic.version!(REVISION) : async () => String((await storage.getItem(REVISION)) ?? ""),
     audit: (action, key, change, extra) =>
       auditLog.append({ at: iso(now()), action, id: key.id, name: key.name, actor: change.actor ?? options.actor ?? localActor(), ...extra }),
@@ -119,6 +131,7 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
   const removals = createRemovals(ctx);
   const create = createCreate(ctx, removals.removeById);
   const rotate = createRotate(ctx, removals.removeById);
+  const transfer = createTransfer(ctx, removals.removeById, removals.graced);
 
   const storeError = (what: string, error: unknown): ServiceError => {
     if (isServiceError(error)) return error;
@@ -177,16 +190,21 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
           const next = { ...record, ...patch, id, hash: record.hash, createdAt: record.createdAt } as StoredKey;
           if (patch.description !== undefined && !patch.description) delete next.description;
           if (patch.expiresAt === null) delete next.expiresAt;
+          if (patch.labels !== undefined && Object.keys(patch.labels).length === 0) delete next.labels;
           if (next.roles.length + next.permissions.length === 0) {
             throw new ServiceError("INVALID_INPUT", "Please add at least one role or permission to the key.");
           }
           const changed = UPDATABLE.filter((field) => JSON.stringify(next[field]) !== JSON.stringify(record[field]));
           if (!changed.length) return publicView(record);
           const renamed = next.name !== record.name;
-          await audit("update", next, options, { changed });
+          // The event follows the claim of a new name (a refused rename writes none); if it fails, the claim is given back.
           if (renamed && !(await atomic.claim(nameKey(next.name), id))) {
             throw new ServiceError("NAME_TAKEN", `API key with name '${next.name}' already exists.`);
           }
+          await audit("update", next, options, { changed }).catch(async (error) => {
+            if (renamed) await atomic.takeIf(nameKey(next.name), id).catch(() => {});
+            throw error;
+          });
           await bumpRevision(); // before too, in case this process dies mid-way
           await storage.setItem(`keys:${id}`, next);
           // Compare and delete: an overwrite or delete of the old name took the key away meanwhile (they do not
@@ -219,20 +237,8 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
 
     list: () =>
       guard("list keys", async () => {
-        // A chunk at a time, each read in one batch (getItems; in a server the fs driver reads a batch a few files at
-        // a time off the event loop): 10,000 keys never hold up the requests served meanwhile.
-        const names = await storage.getKeys("names");
-        const found: ApiKeyInfo[] = [];
-        for (let at = 0; at < names.length; at += LIST_CHUNK) {
-          const ids = (await storage.getItems(names.slice(at, at + LIST_CHUNK)))
-            .filter((entry): entry is { key: string; value: string } => isKeyId(entry.value));
-          const values = await storage.getItems(ids.map(({ value }) => `keys:${value}`));
-          values.forEach(({ value }, i) => {
-            const record = entries.checked(ids[i].value, value);
-            // Only the entry of the record's own name: mid-rename a key has two, and it is listed once.
-            if (record && ids[i].key === nameKey(record.name)) found.push(publicView(record));
-          });
-        }
+        // A chunk of names at a time, each read in one batch: 10,000 keys never hold up the requests served meanwhile.
+        const found = (await transfer.liveRecords()).map((record) => publicView(record));
         for (const record of await removals.graced()) found.push(publicView(record, true));
         // ISO timestamps order as plain strings (localeCompare costs ~100 ms over 10,000 keys).
         return found.sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.name.localeCompare(b.name)));
@@ -258,6 +264,10 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
       }),
 
     audit: (query) => guard("read the audit trail", () => auditLog.read(query)),
+
+    exportRecords: () => guard("export keys", transfer.exportRecords),
+
+    importRecords: (keys, options) => guard("import keys", () => transfer.importRecords(keys, options)),
 
     close: async () => {
       await options.dispose?.();

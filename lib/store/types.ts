@@ -3,7 +3,8 @@
  * remote backend's subset) promises its callers.
  */
 import type { Storage } from "unstorage";
-import type { Actor, ApiKeyInfo, AuditEvent, CreatedKey, CreateKeyInput, KeyPatch } from "../core/model.ts";
+import type { Actor, ApiKeyInfo, AuditEvent, CreatedKey, CreateKeyInput, KeyPatch, StoredKey } from "../core/model.ts";
+import type { ExportedKey } from "./transfer.ts";
 import type { AtomicIndex } from "./atomic.ts";
 import type { AuditLog, AuditQuery } from "./audit.ts";
 
@@ -50,6 +51,31 @@ export interface CreateOptions extends ChangeOptions {
 export interface RotateOptions extends ChangeOptions {
   /** The old secret keeps working this many ms more (at most 24 h), then stops; absent: it stops at once. */
   graceMs?: number;
+}
+
+/** What `importRecords` does with a key whose id, name or secret is already in the store. */
+export type OnConflict = "fail" | "skip" | "overwrite";
+
+export interface ImportOptions extends ChangeOptions {
+  /** fail (default): import nothing; skip: leave the store's key; overwrite: delete it and import. */
+  onConflict?: OnConflict;
+  /** Check and report, change nothing. */
+  dryRun?: boolean;
+}
+
+/** A key of an import, with the line of the file it came from. */
+export interface ImportedKey {
+  id: string;
+  name: string;
+  line: number;
+  /** skipped, replaced: what was in the way. */
+  reason?: string;
+}
+
+export interface ImportReport {
+  imported: ImportedKey[];
+  skipped: ImportedKey[];
+  replaced: ImportedKey[];
 }
 
 /** Why `verify` refused a secret, for the message of a 401. */
@@ -109,6 +135,14 @@ export interface KeyStore {
   recordUse(uses: ReadonlyMap<string, number>): Promise<void>;
   /** The audit trail, oldest first. */
   audit(query?: AuditQuery): Promise<AuditEvent[]>;
+  /** Every key with the hash of its secret (never a secret), live ones then replaced ones in a grace period: for export. */
+  exportRecords(): Promise<StoredKey[]>;
+  /**
+   * Loads exported keys (see `parseExport`) as they were: same ids, names, hashes and times, so their
+   * secrets keep working. All or nothing: a conflict (with the default `onConflict: "fail"`) or a failed
+   * write leaves the store as it was. Each key imported is an audit event `import`.
+   */
+  importRecords(keys: readonly ExportedKey[], options?: ImportOptions): Promise<ImportReport>;
   close(): Promise<void>;
 }
 

@@ -22,12 +22,14 @@ import {
   PermissionsSchema,
   RolesSchema,
 } from "../../core/input.ts";
-import type { KeyBackend } from "../../store/key-store.ts";
+import type { KeyBackend, KeyStore } from "../../store/key-store.ts";
+import { applyLabels, parseLabelFlag, parseUnlabelFlag } from "../../core/labels.ts";
 import { openKeyStore, parseStoreSpec } from "../../store/config.ts";
 import { type ApikeyFlags, chooseMode, lifecycleValues, type LifecycleValues } from "../flags.ts";
 import type { CliBackend, CommandDef, CommandIO } from "../command.ts";
 import { deliver } from "../output.ts";
 import { checkOutputTarget } from "../secret-file.ts";
+import { createKey } from "../create-key.ts";
 import { withStoreHint } from "../store-hint.ts";
 import { jsonLine } from "../json-text.ts";
 import { noteDropped, rotateKey } from "../rotate.ts";
@@ -65,16 +67,26 @@ function missing(what: string, flags: string, context: TerminalState): ServiceEr
  * Runs `service-api apikey` with parsed flags.
  * @example await runApikey({ create: true, name: "ci", roles: "ADMIN", json: true }, store, { interactive: false })
  */
-export async function runApikey(flags: ApikeyFlags, store: CliBackend, context: ApikeyContext): Promise<Output> {
+export async function runApikey(flags: ApikeyFlags, store: CliBackend, context: ApikeyContext, where?: string): Promise<Output> {
   const mode = chooseMode(flags);
   const asJson = Boolean(flags.json) || flags.format === "json";
   const values = lifecycleValues(flags, Date.now());
 
   if (mode === "list") {
     const { formatList } = await import("../format.ts");
-    return { ...formatList(await store.list(), asJson), readerMayLeave: true };
+    const keys = await store.list();
+    if (flags.filter === undefined) return { ...formatList(keys, asJson, undefined, where), readerMayLeave: true };
+    const { parseFilter } = await import("../../core/filter.ts");
+    const matches = parseFilter(String(flags.filter));
+    const now = Date.now();
+    return { ...formatList(keys.filter((key) => matches(key, now)), asJson, undefined, where), readerMayLeave: true };
   }
   if (mode === "audit") return await (await import("../lifecycle.ts")).showAudit(store, values, asJson);
+  if (mode === "export") return await (await import("../transfer.ts")).exportKeys(flags, store as Partial<KeyStore>, asJson);
+  if (mode === "import") {
+    const { importKeys } = await import("../transfer.ts");
+    return await importKeys(flags, store as Partial<KeyStore>, asJson);
+  }
   if (mode === "create") return await create(flags, values, store, context, asJson);
   if (mode === "update") return await update(flags, values, store, asJson);
   if (mode === "rotate") return await rotateKey(flags, values, store, asJson);
@@ -118,7 +130,11 @@ async function create(flags: ApikeyFlags, values: LifecycleValues, store: CliBac
     const { interactiveCreate } = await import("../prompts.ts");
     return interactiveCreate(flags, store);
   }
-  const input = { ...parseCreateInput(flags), ...(values.expiresAt ? { expiresAt: values.expiresAt } : {}) };
+  const input = {
+    ...parseCreateInput(flags),
+    ...(values.expiresAt ? { expiresAt: values.expiresAt } : {}),
+    ...(flags.label !== undefined ? { labels: parseLabelFlag(String(flags.label)) } : {}),
+  };
   // --if-not-exists with the key there creates and writes nothing: its --output file from the run that
   // made the key is no obstacle (a script run twice). A key made meanwhile is caught below.
   if (flags.ifNotExists) {
@@ -128,27 +144,25 @@ async function create(flags: ApikeyFlags, values: LifecycleValues, store: CliBac
   if (flags.output !== undefined) checkOutputTarget(flags.output, Boolean(flags.force));
   const overwrite = Boolean(flags.overwrite);
   const { graceMs } = values;
-  // With --grace, whether there is a key to keep working, and from when its period runs (the store starts
-  // it a moment later, so the old secret works at least until the time the summary gives).
-  // With --overwrite, whether a key is there to replace: the summary says "Replaced" only then.
+  // With --overwrite, whether a key is there to replace: the summary says "Replaced" (and, with --grace,
+  // until when the old secret works) only then. Its settings, for the note on those the new key lacks.
   const old = overwrite ? await store.getByName(input.name) : null;
   const replacing = old !== null;
-  const graceFrom = graceMs && replacing ? Date.now() : undefined;
-  let created;
+  let made;
   try {
-    created = await store.create(input, { overwrite, ...(graceMs ? { graceMs } : {}) });
+    made = await createKey(store, input, { overwrite, replacing, graceMs });
   } catch (error) {
     // Taken, also by a create that won a race with ours: idempotent success, nothing created.
     const existing = flags.ifNotExists && isServiceError(error) && error.code === "NAME_TAKEN" ? await store.getByName(input.name) : null;
     if (!existing) throw error;
     return formatExisting(existing, asJson, env);
   }
-  const graceUntil = graceFrom === undefined ? undefined : new Date(graceFrom + graceMs!).toISOString();
+  const { created, graceUntil, record } = made;
   const output = env ? formatEnv(created, replacing, graceUntil) : formatCreated(created, asJson, replacing, graceUntil);
   noteDropped(output, old, created);
   // With --if-not-exists a script reads `.created`; a plain create keeps the specified shape exactly.
   if (flags.ifNotExists && asJson) output.stdout = jsonLine({ ...createdJson(created), created: true });
-  return { ...output, created: { id: created.id, name: created.name, replaced: replacing, graceUntil } };
+  return { ...output, created: record };
 }
 
 async function update(flags: ApikeyFlags, values: LifecycleValues, store: CliBackend, asJson: boolean): Promise<Output> {
@@ -160,10 +174,12 @@ async function update(flags: ApikeyFlags, values: LifecycleValues, store: CliBac
   if (flags.permissions !== undefined) patch.permissions = parseInput(PermissionsSchema, flags.permissions);
   if (values.expiresAt) patch.expiresAt = values.expiresAt;
   if (values.clearExpiry) patch.expiresAt = null;
-  if (Object.keys(patch).length === 0) {
+  const setLabels = flags.label !== undefined ? parseLabelFlag(String(flags.label)) : undefined;
+  const unsetLabels = flags.unlabel !== undefined ? parseUnlabelFlag(String(flags.unlabel)) : undefined;
+  if (Object.keys(patch).length === 0 && !setLabels && !unsetLabels) {
     throw new ServiceError(
       "USAGE",
-      "--update needs something to change: --roles, --permissions, --description, --rename, --expires-in, --expires-at or --no-expiry",
+      "--update needs something to change: --roles, --permissions, --description, --rename, --expires-in, --expires-at, --no-expiry, --label or --unlabel",
     );
   }
   const before = flags.id !== undefined
@@ -172,6 +188,7 @@ async function update(flags: ApikeyFlags, values: LifecycleValues, store: CliBac
   if (!before) {
     throw new ServiceError("NOT_FOUND", flags.id !== undefined ? `No API key found with id: ${flags.id}` : notFoundMessage(flags.name!.trim()));
   }
+  if (setLabels || unsetLabels) patch.labels = applyLabels(before.labels, setLabels, unsetLabels);
   return formatUpdated(await store.update(before.id, patch), before, asJson);
 }
 
@@ -186,17 +203,23 @@ export async function run(flags: ApikeyCommandFlags, io: CommandIO): Promise<Out
   chooseMode(flags); // bad usage and bad values are reported before any store is opened
   lifecycleValues(flags, Date.now());
   const file = flags.output !== undefined ? { path: flags.output, force: Boolean(flags.force) } : undefined;
-  const go = async (store: CliBackend) => await deliver(await runApikey(flags, store, context), store, io.write, file);
+  const go = async (store: CliBackend, where?: string) => await deliver(await runApikey(flags, store, context, where), store, io.write, file);
   if (io.store) return await go(io.store);
   const url = flags.url ?? (flags.store ? undefined : io.env.SERVICE_API_URL?.trim() || undefined);
+  if (url && (flags.export || flags.import !== undefined)) {
+    throw new ServiceError("USAGE", `${flags.export ? "--export" : "--import"} works on a store (--store or SERVICE_API_STORE), not over --url: the service never hands out key hashes`);
+  }
   if (url) {
     const { openRemoteBackend } = await import("../../client/remote.ts");
     return await go(openRemoteBackend(url, io.env));
   }
   try {
-    const store = await openKeyStore(parseStoreSpec(flags.store, io.env), io.debug, { oneShot: true });
+    const spec = parseStoreSpec(flags.store, io.env);
+    // A list names the store it read (a missing one lists as empty only where a create could make it).
+    const where = chooseMode(flags) === "list" ? (await import("../store-where.ts")).listedStore(spec) : undefined;
+    const store = await openKeyStore(spec, io.debug, { oneShot: true });
     try {
-      return await go(store);
+      return await go(store, where);
     } finally {
       await store.close();
     }
@@ -220,22 +243,29 @@ export const command: CommandDef<ApikeyCommandFlags> = {
     "service-api apikey --delete [--name <name> | --id <id> | --expired] [--if-exists] [--json]",
     "service-api apikey --update (--name <name> | --id <id>) [-r <roles>] [-p <perms>] [-d <text>] [--rename <name>] [--expires-in <dur> | --expires-at <time> | --no-expiry] [--json]",
     "service-api apikey --rotate (--name <name> | --id <id>) [--grace <dur>] [--json | --format env] [--output <file> [--force]]",
-    "service-api apikey --list [--json]",
+    "service-api apikey --list [--filter <expr>] [--json]",
     "service-api apikey --audit [--since <dur|time>] [--limit <n>] [--json]",
+    "service-api apikey --export [--output <file> [--force]] [--with-audit]",
+    "service-api apikey --import <file|-> [--dry-run] [--on-conflict fail|skip|overwrite] [--json]",
   ],
   options: [
     { flag: "--create", help: "Create a key" },
     { flag: "--delete", help: "Delete a key (interactive without --name, --id or --expired)" },
     { flag: "--update", help: "Change a key's roles, permissions, description, name or expiry; its secret stays" },
-    { flag: "--rotate", help: "Give a key a new secret; its id, roles, permissions, description and expiry stay" },
+    { flag: "--rotate", help: "Give a key a new secret; its id and every setting (roles, expiry, ...) stay" },
     { flag: "--list", help: "List keys (never their secrets), with their expiry and last use" },
     { flag: "--audit", help: "Print the audit trail: who created, replaced, updated or deleted which key, oldest first" },
+    { flag: "--export", help: "Write every key (ids, names, settings, secret hashes; never a secret) as JSON lines" },
+    { flag: "--import <file>", help: "Load keys from an --export file (- reads stdin) into the store; all or nothing" },
     { flag: "--name <name>", help: "Key name: letters, digits and spaces" },
     { flag: "--id <id>", help: "Key id, instead of --name (delete, update, rotate)" },
     { flag: "-d, --description <desc>", help: "Free-text description (update: replaces it; \"\" removes it)" },
     { flag: "-r, --roles <roles>", help: "Comma-separated roles: ADMIN, CONNECT, VIEWER, GUEST (update: replaces them)" },
     { flag: "-p, --permissions <perms>", help: "Comma-separated RESOURCE:ACTION pairs, e.g. DOCKER:READ_ANY (update: replaces them)" },
     { flag: "--rename <name>", help: "update: the key's new name" },
+    { flag: "--label <pairs>", help: "create, update: labels to set, key=value[,key=value] (at most 20 per key)" },
+    { flag: "--unlabel <keys>", help: "update: label keys to remove, comma-separated" },
+    { flag: "--filter <expr>", help: "list: label:env=prod, role:ADMIN, state:expired|grace|active, or part of the name; all must match" },
     { flag: "--expires-in <duration>", help: "create, update: the key stops working after this long: 45s, 30m, 12h, 7d, 90d" },
     { flag: "--expires-at <time>", help: "create, update: the key stops working at this ISO 8601 time, e.g. 2026-12-31T18:00:00Z" },
     { flag: "--no-expiry", help: "update: the key never expires" },
@@ -246,7 +276,10 @@ export const command: CommandDef<ApikeyCommandFlags> = {
     { flag: "--expired", help: "delete: every key whose expiry or grace period has passed (exit 0 when none)" },
     { flag: "--since <dur|time>", help: "audit: events since a duration ago (7d) or an ISO 8601 time" },
     { flag: "--limit <n>", help: "audit: only the latest n events" },
-    { flag: "--output <file>", help: "create, rotate: write the secret (or the JSON) to a new file, mode 0600, instead of stdout" },
+    { flag: "--output <file>", help: "create, rotate: write the secret (or the JSON) to a new file, mode 0600, instead of stdout; export: the file to write" },
+    { flag: "--with-audit", help: "export: include the audit trail" },
+    { flag: "--dry-run", help: "import: check the file and say what would change, change nothing" },
+    { flag: "--on-conflict <mode>", help: "import: a key already there: fail (default, nothing imported), skip, or overwrite" },
     { flag: "--force", help: "with --output: replace an existing file (atomically)" },
     { flag: "--format <fmt>", help: "create, rotate: text (default), json (as --json) or env (SERVICE_API_KEY=... lines)" },
     { flag: "--json", help: "Print the result as one JSON object" },
@@ -258,10 +291,14 @@ export const command: CommandDef<ApikeyCommandFlags> = {
     "service-api apikey --create --name \"ci deploy\" -r ADMIN --expires-in 1h --json",
     "service-api apikey --create --name ci -r VIEWER --overwrite --grace 10m",
     "service-api apikey --update --name ci -p DOCKER:READ_ANY",
+    "service-api apikey --update --name ci --label env=prod,team=ops",
     "service-api apikey --rotate --name ci --grace 10m --output ci.key",
+    "service-api apikey --list --filter \"label:env=prod role:admin\"",
     "service-api apikey --delete --name \"deploy key\" --if-exists",
     "service-api apikey --delete --expired --json",
     "service-api apikey --audit --since 7d",
+    "service-api apikey --export --output keys.jsonl",
+    "service-api apikey --import keys.jsonl --store redis://127.0.0.1:6379/0",
   ],
   run,
 };

@@ -9,26 +9,16 @@ import type { Output } from "../format-results.ts";
 
 export const SHELLS = ["bash", "zsh", "fish"] as const;
 
-/**
- * cli.ts passes a command's first action argument as its flags: for `completion <shell>` that is the
- * shell. Anything else (a call without cac) is read from argv.
- */
-function shellOf(given: unknown): string | undefined {
-  if (typeof given === "string") return given;
-  const argv = globalThis.process?.argv.slice(2) ?? [];
-  return argv.slice(argv.indexOf("completion") + 1).find((arg) => !arg.startsWith("-"));
-}
-
-async function run(given: unknown, _io: CommandIO): Promise<Output> {
-  const shell = shellOf(given);
+async function run({ shell }: { shell?: string }, io: CommandIO): Promise<Output> {
   if (!shell || !(SHELLS as readonly string[]).includes(shell)) {
     throw new ServiceError("USAGE", `${shell ? `Unknown shell '${shell}'` : "Missing shell"}: choose one of ${SHELLS.join(", ")}`);
   }
+  if (!io.registry) throw new Error("completion describes the command registry, and was given none");
   const { completionScript } = await import("../completion-script.ts");
-  return { stdout: await completionScript(shell as (typeof SHELLS)[number], command), exitCode: 0 };
+  return { stdout: await completionScript(shell as (typeof SHELLS)[number], io.registry), exitCode: 0 };
 }
 
-export const command: CommandDef<unknown> = {
+export const command: CommandDef<{ shell?: string }> = {
   description: "Print a shell completion script (bash, zsh or fish)",
   options: [],
   examples: [

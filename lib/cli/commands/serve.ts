@@ -7,8 +7,8 @@ import process from "node:process";
 import { ServiceError } from "../../core/errors.ts";
 import type { Output } from "../format-results.ts";
 import type { CommandDef } from "../command.ts";
-import { bindThenSettleAsOwner, openKeyStore, parseStoreSpec } from "../../store/config.ts";
-import { redactSecrets, sha256HexHot } from "../../core/secret.ts";
+import { bindThenSettleAsOwner, describeStore, openKeyStore, parseStoreSpec, storeSource } from "../../store/config.ts";
+import { redactSecrets } from "../../core/secret.ts";
 import { withStoreHint } from "../store-hint.ts";
 
 export interface ServeFlags {
@@ -102,11 +102,14 @@ export async function runServe(
   // fail with EPIPE, which unhandled would end the service: its lines have nowhere to go, requests still do.
   process.stderr.on("error", () => {});
   const info = (line: string) => log.line("info", line);
-  const store = await openKeyStore(parseStoreSpec(flags.store, env), (line) => log.line("debug", line)).catch((error) => {
+  const spec = parseStoreSpec(flags.store, env);
+  // A missing directory store is made now, by the user the service runs as: it owns the store from the
+  // start, and a later root CLI run on it acts as that user instead of leaving root-owned files behind.
+  const store = await openKeyStore(spec, (line) => log.line("debug", line), { create: true }).catch((error) => {
     throw withStoreHint(error, flags.store, env);
   });
+  info(`serving store ${describeStore(spec)} (from ${storeSource(flags.store, env).detail})`);
   const metrics = createMetrics({ store, allow, gcMetrics });
-  sha256HexHot(""); // loads node:crypto for verification now (~4 ms), not during the first request
   let server;
   try {
     // Root on another user's store acts as that user (see the store's trust rules); a server binds its port

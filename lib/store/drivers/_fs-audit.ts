@@ -25,14 +25,14 @@
  *   fix; a file of another user is refused as `_fs-trust.ts` refuses its folders; one of ours that is
  *   looser (or tighter, under a umask like 0277) is made 0600 again on its descriptor when opened.
  */
-import { randomUUID } from "../../core/_random.ts";
 import { constants, type Stats } from "node:fs";
 import { join } from "node:path";
+import { isCode } from "../../core/_error-code.ts";
 import { ServiceError } from "../../core/errors.ts";
 import type { AuditEvent } from "../../core/model.ts";
 import { printable } from "../_system-errors.ts";
 import { type AuditLog, auditEventOf, createEventSelector } from "../audit.ts";
-import type { FileOps } from "./_fs-ops.ts";
+import { type FileOps, syncDir as syncDirectory } from "./_fs-ops.ts";
 import { plantedLink, READ_FLAGS, type StoreTrust } from "./_fs-trust.ts";
 
 export interface FsAuditOptions {
@@ -63,7 +63,6 @@ const CHUNK = 1024 * 1024;
 /** Longer than any event the store writes: a "line" past this without an event start is skipped, not held. */
 const MAX_PIECE = 1024 * 1024;
 
-const isCode = (error: unknown, ...codes: string[]) => codes.includes((error as { code?: string })?.code ?? "");
 const noSpace = (error: unknown) => isCode(error, "ENOSPC", "EDQUOT");
 
 /**
@@ -74,7 +73,7 @@ const noSpace = (error: unknown) => isCode(error, "ENOSPC", "EDQUOT");
 const rotatedName = () => {
   const now = performance.timeOrigin + performance.now();
   const micros = String(Math.floor((now % 1) * 1000)).padStart(3, "0");
-  return `audit-${new Date(Math.floor(now)).toISOString().replace(/[-:.]/g, "").replace("Z", `${micros}Z`)}-${randomUUID().slice(0, 8)}.log`;
+  return `audit-${new Date(Math.floor(now)).toISOString().replace(/[-:.]/g, "").replace("Z", `${micros}Z`)}-${crypto.randomUUID().slice(0, 8)}.log`;
 };
 
 /**
@@ -180,15 +179,7 @@ export function createFsAuditLog({ dir, trust, files, durable, debug }: FsAuditC
   const reservePath = join(dir, RESERVE);
 
   const close = (fd: number) => files.close(fd).catch(() => {});
-  const syncDir = async () => {
-    if (!durable) return;
-    const fd = await files.open(dir, constants.O_RDONLY);
-    try {
-      await files.fsync(fd);
-    } finally {
-      await close(fd);
-    }
-  };
+  const syncDir = () => syncDirectory(files, dir, durable);
 
   /**
    * Checks a file of the log just opened (or about to be used) as `fd`: a regular file of the store's owner
@@ -248,7 +239,7 @@ export function createFsAuditLog({ dir, trust, files, durable, debug }: FsAuditC
       }
     }
     if (stat?.isFile() && stat.size >= reserveBytes) return;
-    const tmp = `${reservePath}.${randomUUID()}.tmp`;
+    const tmp = `${reservePath}.${crypto.randomUUID()}.tmp`;
     try {
       const fd = await files.open(tmp, CREATE_FLAGS, 0o600);
       try {

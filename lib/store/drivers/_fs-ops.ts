@@ -47,7 +47,7 @@ async function readAll(fd: number): Promise<string> {
 }
 
 /**
- * The callback API, promisified (rather than fs/promises: see bench/NOTES.md, CLI start-up). Made on
+ * The callback API, promisified (rather than fs/promises, which loads readline on start-up). Made on
  * first use: the CLI uses `blockingOps` alone, and reading `fs.opendir` loads node's fs/dir module.
  */
 export const threadPoolOps: () => FileOps = once((): FileOps => {
@@ -109,3 +109,16 @@ export const blockingOps: FileOps = {
   fchmod: async (fd, mode) => fs.fchmodSync(fd, mode),
 };
 
+/**
+ * fsync(2) of a directory, which makes a file created, renamed or removed in it durable; nothing when
+ * `durable` is false. A failed close of the directory changes nothing that was synced, so it is ignored.
+ */
+export async function syncDir(files: FileOps, dir: string, durable = true): Promise<void> {
+  if (!durable) return;
+  const fd = await files.open(dir, fs.constants.O_RDONLY);
+  try {
+    await files.fsync(fd);
+  } finally {
+    await files.close(fd).catch(() => {});
+  }
+}

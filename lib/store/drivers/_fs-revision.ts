@@ -6,11 +6,9 @@
  * - rewriting the bytes of an existing file needs no new block or inode, so a revocation works on a
  *   full disk.
  */
-import { randomUUID } from "../../core/_random.ts";
 import { closeSync, constants, fstatSync, ftruncateSync, lstatSync, openSync, readSync, writeSync } from "node:fs";
+import { isCode } from "../../core/_error-code.ts";
 import type { FileOps } from "./_fs-ops.ts";
-
-const isCode = (error: unknown, ...codes: string[]) => codes.includes((error as { code?: string })?.code ?? "");
 
 /** The path's own stat, or undefined when nothing is there any more (the store removed or replaced by a file). */
 function statOf(path: string) {
@@ -43,7 +41,7 @@ export function createRevisionFiles({ files, pathOf, durable, create }: Revision
      */
     async bump(key: string): Promise<void> {
       const path = pathOf(key);
-      const token = randomUUID();
+      const token = crypto.randomUUID();
       let fd;
       try {
         fd = await files.open(path, constants.O_WRONLY | constants.O_NOFOLLOW); // never through a planted link

@@ -1,5 +1,5 @@
 /**
- * Redis URLs without their credentials, for every message and log line (issue 11, item 7). Small and
+ * Redis URLs without their credentials, for every message and log line. Small and
  * free of ioredis, so describeStore can use it without loading the driver.
  *
  * A password may hold `@`, `/`, `:`, `%`, `?` or `#`, typed raw or percent-encoded; a URL parser then

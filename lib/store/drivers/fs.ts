@@ -8,14 +8,14 @@
  * revocation needs no free space, and the audit log (`_fs-audit.ts`), appended to. unstorage's own fs drivers write in place, which is why this one exists.
  * Which directories it trusts, and whose they are, is decided in `_fs-trust.ts`.
  */
-import { randomUUID } from "../../core/_random.ts";
 import * as fs from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { defineDriver, type Driver } from "unstorage";
+import { isCode } from "../../core/_error-code.ts";
 import type { AtomicIndex } from "../atomic.ts";
 import type { AuditLog } from "../audit.ts";
 import { createFsAuditLog, type FsAuditOptions } from "./_fs-audit.ts";
-import { blockingOps, threadPoolOps } from "./_fs-ops.ts";
+import { blockingOps, syncDir as syncDirectory, threadPoolOps } from "./_fs-ops.ts";
 import { createRevisionFiles } from "./_fs-revision.ts";
 import { createStoreTrust, plantedLink, READ_FLAGS } from "./_fs-trust.ts";
 
@@ -63,10 +63,6 @@ function withPath(error: unknown, path: string): unknown {
   return error;
 }
 
-function isCode(error: unknown, ...codes: string[]): boolean {
-  return codes.includes((error as { code?: string })?.code ?? "");
-}
-
 /** The driver plus the atomic index operations over the same directory. */
 export type FsDriver = Driver & {
   atomic: AtomicIndex;
@@ -96,20 +92,12 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
       if (!isCode(error, "ENOENT")) throw error;
     });
 
-  const syncDir = async (dir: string) => {
-    if (!durable) return;
-    const fd = await files.open(dir, constants.O_RDONLY);
-    try {
-      await files.fsync(fd);
-    } finally {
-      await files.close(fd);
-    }
-  };
+  const syncDir = (dir: string) => syncDirectory(files, dir, durable);
 
   /** Writes `value` durably to a fresh temporary file beside `path` and returns its name. */
   const writeTemp = async (path: string, value: string): Promise<string> => {
     trust.directory(dirname(path), true);
-    const tmp = `${path}.${randomUUID()}${TMP}`;
+    const tmp = `${path}.${crypto.randomUUID()}${TMP}`;
     const fd = await files.open(tmp, "wx", 0o600);
     try {
       try {
@@ -209,7 +197,7 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
         }
         const owner = Number(await read(lockPath));
         if (attempt >= 400 || (owner > 0 && !isAlive(owner))) {
-          const stale = `${lockPath}.${randomUUID()}${TMP}`;
+          const stale = `${lockPath}.${crypto.randomUUID()}${TMP}`;
           // ENOENT: someone else broke it first. Anything else would make this loop spin: give up.
           await files.rename(lockPath, stale).then(() => removeFile(stale), (error) => {
             if (!isCode(error, "ENOENT")) throw error;

@@ -1,0 +1,144 @@
+/**
+ * `service-api doctor`: which store this user's commands use, where that choice came from, and whether
+ * it works: its owner and modes (a directory store), its key count, Redis reachability (a Redis store),
+ * whether its audit trail can be written, the runtime and the version. One pass/fail line per check,
+ * or the same as JSON; exit 1 when a check fails. It changes nothing: a missing store is not created.
+ */
+import * as fs from "node:fs";
+import { join } from "node:path";
+import process from "node:process";
+import { isServiceError } from "../../core/errors.ts";
+import { redactSecrets } from "../../core/secret.ts";
+import { VERSION } from "../../core/version.ts";
+import { describeStore, openKeyStore, parseStoreSpec, type StoreSpec, storeSource } from "../../store/config.ts";
+import { fsPresence } from "../../store/drivers/_fs-presence.ts";
+import type { CommandDef, CommandIO } from "../command.ts";
+import type { Output } from "../format-results.ts";
+import { jsonLine } from "../json-text.ts";
+
+export interface DoctorFlags {
+  store?: string;
+  json?: boolean;
+}
+
+export interface Check {
+  name: "store" | "owner" | "redis" | "keys" | "audit" | "runtime" | "version";
+  ok: boolean;
+  detail: string;
+}
+
+/** Longest a Redis store may take to answer before its checks fail (its own connect timeout is shorter). */
+const REDIS_WAIT_MS = 10_000;
+const octal = (mode: number) => mode.toString(8).padStart(4, "0");
+const euid = () => process.geteuid?.() ?? -1;
+const messageOf = (error: unknown) => redactSecrets(isServiceError(error) || error instanceof Error ? error.message : String(error));
+
+/** The directory's owner and mode: ours (or root's to act as the owner), and private; or, when missing, whether it could be made. */
+function ownerCheck(dir: string): { check: Check; exists: boolean } {
+  const found = fsPresence(dir);
+  if (!found.exists) {
+    const detail = `${dir} does not exist yet; ${found.creatable ? "" : "it cannot be created: "}${found.why}`;
+    return { check: { name: "owner", ok: found.creatable, detail }, exists: false };
+  }
+  const me = euid();
+  const problems = [
+    me !== -1 && me !== 0 && found.uid !== me ? `not yours (uid ${me})` : "",
+    found.mode & 0o077 ? "open to other users (should be 0700)" : "",
+  ].filter(Boolean);
+  const detail = `uid ${found.uid}, gid ${found.gid}, mode ${octal(found.mode)}${problems.length ? `: ${problems.join(", ")}` : ""}`;
+  return { check: { name: "owner", ok: problems.length === 0, detail }, exists: true };
+}
+
+/** Whether this process (as the store's owner, once the store is open) could append to `path` or create it. */
+function writable(path: string): { ok: boolean; why: string } {
+  try {
+    // Opening for append writes nothing; it is refused exactly when an append would be.
+    fs.closeSync(fs.openSync(path, fs.constants.O_WRONLY | fs.constants.O_APPEND | (fs.constants.O_NOFOLLOW ?? 0)));
+    return { ok: true, why: `${path} is writable` };
+  } catch (error) {
+    const code = (error as { code?: string })?.code;
+    if (code !== "ENOENT") return { ok: false, why: `${path} cannot be written (${code ?? error})` };
+  }
+  // Not there yet: made on the first event, in a directory that must let this user add files.
+  for (const dir of [join(path, ".."), join(path, "..", "..")]) {
+    const stat = fs.statSync(dir, { throwIfNoEntry: false });
+    if (!stat) continue;
+    const me = euid();
+    const bits = me === 0 ? 0o300 : stat.uid === me ? stat.mode & 0o300 : 0;
+    const ok = me === -1 || bits === 0o300;
+    return { ok, why: ok ? `${path} can be created` : `${path} cannot be created: ${dir} is not writable by uid ${me}` };
+  }
+  return { ok: true, why: `${path} is made with the store` };
+}
+
+/** Opens the store and counts its keys; then the audit trail. Redis: reachability first, bounded in time. */
+async function storeChecks(spec: StoreSpec, io: CommandIO): Promise<Check[]> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${REDIS_WAIT_MS / 1000} s`)), REDIS_WAIT_MS);
+  });
+  const checks: Check[] = [];
+  let store;
+  try {
+    store = await Promise.race([openKeyStore(spec, io.debug, { oneShot: true }), late]);
+    if (spec.kind === "redis") checks.push({ name: "redis", ok: true, detail: `${describeStore(spec)} answers` });
+    const keys = await Promise.race([store.list(), late]);
+    checks.push({ name: "keys", ok: true, detail: `${keys.length} key${keys.length === 1 ? "" : "s"}` });
+  } catch (error) {
+    const failed = spec.kind === "redis" && !store ? "redis" : "keys";
+    checks.push({ name: failed, ok: false, detail: messageOf(error) });
+    if (failed === "redis") checks.push({ name: "keys", ok: false, detail: "not read: Redis is unreachable" });
+  } finally {
+    clearTimeout(timer);
+  }
+  if (spec.kind === "fs") {
+    const { ok, why } = writable(join(spec.dir, "audit", "audit.log"));
+    checks.push({ name: "audit", ok, detail: why });
+  } else {
+    const reachable = checks.every((c) => c.ok);
+    const where = spec.kind === "redis" ? "kept in Redis" : "kept in this process only";
+    checks.push({ name: "audit", ok: reachable, detail: reachable ? where : "not checked: the store is unavailable" });
+  }
+  await store?.close().catch(() => {});
+  return checks;
+}
+
+/** The runtime: "node 22.11.0" or "deno 2.1.4". */
+function runtime(): string {
+  const deno = (globalThis as { Deno?: { version?: { deno?: string } } }).Deno;
+  return deno?.version?.deno ? `deno ${deno.version.deno}` : `node ${process.versions.node}`;
+}
+
+/** Runs every check, in order; a store that cannot be read still gets its runtime and version lines. */
+export async function runDoctor(flags: DoctorFlags, io: CommandIO): Promise<Output> {
+  const spec = parseStoreSpec(flags.store, io.env); // a malformed --store is bad usage (exit 2), as everywhere
+  const source = storeSource(flags.store, io.env);
+  const checks: Check[] = [{ name: "store", ok: true, detail: `${describeStore(spec)} (from ${source.detail})` }];
+  let exists = true;
+  if (spec.kind === "fs") {
+    const owner = ownerCheck(spec.dir);
+    checks.push(owner.check);
+    exists = owner.exists;
+  }
+  if (exists) checks.push(...await storeChecks(spec, io));
+  else {
+    const note = checks[1].ok ? "made on the first create or when serve starts" : "the store cannot be created";
+    checks.push({ name: "keys", ok: checks[1].ok, detail: `0 keys (${note})` });
+    checks.push({ name: "audit", ok: checks[1].ok, detail: `made with the store` });
+  }
+  checks.push({ name: "runtime", ok: true, detail: runtime() }, { name: "version", ok: true, detail: VERSION });
+  const ok = checks.every((c) => c.ok);
+  if (flags.json) {
+    return { stdout: jsonLine({ ok, store: describeStore(spec), source: source.source, checks }), exitCode: ok ? 0 : 1 };
+  }
+  const lines = checks.map((c) => `${c.ok ? "pass" : "FAIL"}  ${c.name.padEnd(8)} ${c.detail}`);
+  return { stdout: lines.join("\n") + "\n", exitCode: ok ? 0 : 1 };
+}
+
+/** `service-api doctor`: flags, help text and `run`. */
+export const command: CommandDef<DoctorFlags> = {
+  description: "Check the key store in use (which, whose, readable, audit writable), the runtime and the version",
+  options: [{ flag: "--json", help: "Print the checks as one JSON object" }],
+  examples: ["service-api doctor", "service-api doctor --store redis://127.0.0.1:6379/0 --json"],
+  run: runDoctor,
+};

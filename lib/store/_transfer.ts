@@ -1,0 +1,127 @@
+/**
+ * Exporting a store's records and importing them into another (the format is in transfer.ts). An import
+ * keeps ids, names, hashes and times, so every secret that worked before works after it. It writes each
+ * key the way a create does (record and secret entry, then its `import` event, then the commit point on
+ * its name), so a crash mid-way leaves whole keys or unreferenced records, never a half-made key.
+ */
+import type { StoredKey } from "../core/model.ts";
+import { isKeyId } from "../core/input.ts";
+import { ServiceError } from "../core/errors.ts";
+import type { StoreContext } from "./_context.ts";
+import type { ExportedKey } from "./transfer.ts";
+import type { ChangeOptions, ImportOptions, ImportReport, ImportedKey } from "./types.ts";
+
+/** Name entries read per batch. */
+const CHUNK = 256;
+
+type RemoveById = (id: string, action: "delete", options: ChangeOptions) => Promise<unknown>;
+
+export function createTransfer(ctx: StoreContext, removeById: RemoveById, graced: () => Promise<StoredKey[]>) {
+  const { storage, atomic, entries, audit, bumpRevision, readRevision } = ctx;
+  const { nameKey, graceKey, readRecord, readId, live, inGrace, discard } = entries;
+
+  /** Every live key's record (hash included), a batch of names at a time. */
+  async function liveRecords(): Promise<StoredKey[]> {
+    const names = await storage.getKeys("names");
+    const found: StoredKey[] = [];
+    for (let at = 0; at < names.length; at += CHUNK) {
+      const ids = (await storage.getItems(names.slice(at, at + CHUNK)))
+        .filter((entry): entry is { key: string; value: string } => isKeyId(entry.value));
+      const values = await storage.getItems(ids.map(({ value }) => `keys:${value}`));
+      values.forEach(({ value }, i) => {
+        const record = entries.checked(ids[i].value, value);
+        // Only the entry of the record's own name: mid-rename a key has two, and it is listed once.
+        if (record && ids[i].key === nameKey(record.name)) found.push(record);
+      });
+    }
+    return found;
+  }
+
+  /** The key (live or in its grace period) an entry points at, if it is one. */
+  const holder = async (entry: string): Promise<StoredKey | null> => {
+    const record = await readRecord(await readId(entry));
+    return record && ((await live(record)) || (await inGrace(record))) ? record : null;
+  };
+
+  /** Why `record` cannot go in as it is: the keys in its way, each with the reason. */
+  async function conflicts(record: StoredKey): Promise<{ id: string; why: string }[]> {
+    const found = new Map<string, string>();
+    const same = await readRecord(record.id);
+    if (same && ((await live(same)) || (await inGrace(same)))) found.set(same.id, `key ${same.id} is already in the store`);
+    const named = await holder(record.graceUntil ? graceKey(record.name) : nameKey(record.name));
+    if (named && !found.has(named.id)) found.set(named.id, `the name '${record.name}' is taken by key ${named.id}`);
+    const secret = await holder(`secrets:${record.hash}`);
+    if (secret && !found.has(secret.id)) found.set(secret.id, `its secret is already key ${secret.id}`);
+    return [...found].map(([id, why]) => ({ id, why }));
+  }
+
+  /** Writes one key; false when its name was taken meanwhile (then nothing of it is left). */
+  async function put(record: StoredKey, change: ChangeOptions): Promise<boolean> {
+    await Promise.all([storage.setItem(`keys:${record.id}`, record), storage.setItem(`secrets:${record.hash}`, record.id)]);
+    try {
+      await audit("import", record, change);
+      if (record.graceUntil) {
+        await atomic.exclusive(`keys:${record.id}`, () => storage.setItem(graceKey(record.name), record.id));
+        return true;
+      }
+      if (await atomic.claim(nameKey(record.name), record.id)) return true;
+    } catch (error) {
+      await discard(record).catch(() => {});
+      throw error;
+    }
+    await discard(record);
+    return false;
+  }
+
+  return {
+    liveRecords,
+
+    /** Every key the store holds, live ones then those in a grace period, with their hashes. */
+    exportRecords: async (): Promise<StoredKey[]> => [...(await liveRecords()), ...(await graced())],
+
+    importRecords: async (keys: readonly ExportedKey[], options: ImportOptions = {}): Promise<ImportReport> => {
+      const { onConflict = "fail", dryRun = false, actor } = options;
+      const change = { actor };
+      const report: ImportReport = { imported: [], skipped: [], replaced: [] };
+      const toRemove = new Set<string>();
+      const toWrite: ExportedKey[] = [];
+      for (const key of keys) {
+        const found = await conflicts(key.record);
+        const entry: ImportedKey = { id: key.record.id, name: key.record.name, line: key.line };
+        if (found.length === 0) {
+          toWrite.push(key);
+          report.imported.push(entry);
+        } else if (onConflict === "fail") {
+          throw new ServiceError(
+            "NAME_TAKEN",
+            `Line ${key.line} of the import: ${found.map((c) => c.why).join("; ")}. Nothing was imported; ` +
+              "pass --on-conflict skip to leave such keys as they are, or overwrite to replace them",
+          );
+        } else if (onConflict === "skip") {
+          report.skipped.push({ ...entry, reason: found.map((c) => c.why).join("; ") });
+        } else {
+          for (const { id } of found) toRemove.add(id);
+          toWrite.push(key);
+          report.replaced.push({ ...entry, reason: found.map((c) => c.why).join("; ") });
+        }
+      }
+      if (dryRun) return report;
+      if (!(await readRevision())) await bumpRevision();
+      for (const id of toRemove) await removeById(id, "delete", change);
+      const written: string[] = [];
+      try {
+        for (const key of toWrite) {
+          if (!(await put(key.record, change))) {
+            throw new ServiceError("NAME_TAKEN", `Line ${key.line} of the import: the name '${key.record.name}' was taken meanwhile`);
+          }
+          written.push(key.record.id);
+        }
+      } catch (error) {
+        // All or nothing: what this import wrote is removed again (each removal is an audited delete).
+        for (const id of written.reverse()) await removeById(id, "delete", change).catch(() => {});
+        throw error;
+      }
+      return report;
+    },
+  };
+}

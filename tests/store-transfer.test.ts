@@ -1,0 +1,95 @@
+// Export and import through the library: a store's keys go to JSON lines and back into another store with
+// every secret still working; a file that is malformed, tampered with or from a newer format is refused
+// whole, naming its line, and the target store is left exactly as it was.
+import { describe, expect, it } from "vitest";
+import { createKeyStore } from "../lib/store/key-store.ts";
+import { exportLines, parseExport } from "../lib/store/transfer.ts";
+import { isServiceError } from "../lib/core/errors.ts";
+
+const text = (lines: Iterable<string>) => [...lines].join("");
+
+async function source() {
+  const store = createKeyStore();
+  const deploy = await store.create({ name: "deploy key", description: "the deployer", roles: ["ADMIN"], permissions: [], expiresAt: new Date(Date.now() + 90 * 86_400_000).toISOString() });
+  const old = await store.create({ name: "ci", roles: [], permissions: [{ resource: "DOCKER", actions: ["READ_ANY"] }] });
+  const ci = await store.create({ name: "ci", roles: ["VIEWER"], permissions: [] }, { overwrite: true, graceMs: 600_000 });
+  return { store, secrets: { deploy: deploy.key, old: old.key, ci: ci.key } };
+}
+
+/** The refusal a promise ends in: its code and message. */
+async function refusal(promise: Promise<unknown>) {
+  try {
+    await promise;
+  } catch (error) {
+    if (isServiceError(error)) return { code: error.code, message: error.message };
+    throw error;
+  }
+  throw new Error("expected a refusal");
+}
+const refusalOf = (fn: () => unknown) => refusal(Promise.resolve().then(fn));
+
+describe("export and import", () => {
+  it("carries every key, its settings and its grace period, and every secret verifies in the new store", async () => {
+    const { store, secrets } = await source();
+    const file = text(exportLines(await store.exportRecords(), await store.audit()));
+    for (const secret of Object.values(secrets)) expect(file).not.toContain(secret);
+    const target = createKeyStore();
+    const report = await target.importRecords(parseExport(file).keys);
+    expect(report.imported).toHaveLength(3);
+    expect(await target.list()).toEqual(await store.list());
+    expect((await target.verify(secrets.deploy))?.name).toBe("deploy key");
+    expect((await target.verify(secrets.ci))?.roles).toEqual(["VIEWER"]);
+    expect((await target.verify(secrets.old))?.graceUntil).toBeDefined(); // the replaced secret, still in its grace period
+    expect((await target.audit()).map((event) => event.action)).toEqual(["import", "import", "import"]);
+  });
+
+  it("refuses a conflict by default and changes nothing; skip leaves the store's key; overwrite replaces it", async () => {
+    const { store, secrets } = await source();
+    const keys = parseExport(text(exportLines(await store.exportRecords()))).keys;
+    const target = createKeyStore();
+    const mine = await target.create({ name: "deploy key", roles: ["GUEST"], permissions: [] });
+    const refused = await refusal(target.importRecords(keys));
+    expect(refused.code).toBe("NAME_TAKEN");
+    expect(refused.message).toMatch(/^Line \d+ of the import: the name 'deploy key' is taken by key /);
+    expect((await target.list()).map((key) => key.name)).toEqual(["deploy key"]);
+
+    expect((await target.importRecords(keys, { onConflict: "skip", dryRun: true })).skipped).toHaveLength(1);
+    expect(await target.list()).toHaveLength(1); // a dry run changes nothing
+    const skipped = await target.importRecords(keys, { onConflict: "skip" });
+    expect(skipped.skipped.map((key) => key.name)).toEqual(["deploy key"]);
+    expect((await target.verify(mine.key))?.name).toBe("deploy key");
+    expect(await target.verify(secrets.deploy)).toBeNull();
+
+    const again = createKeyStore();
+    const theirs = await again.create({ name: "deploy key", roles: ["GUEST"], permissions: [] });
+    await again.importRecords(keys, { onConflict: "overwrite" });
+    expect(await again.verify(theirs.key)).toBeNull();
+    expect((await again.verify(secrets.deploy))?.roles).toEqual(["ADMIN"]);
+  });
+
+  it("refuses a malformed, tampered or newer file whole, naming the line", async () => {
+    const { store } = await source();
+    const lines = text(exportLines(await store.exportRecords())).trimEnd().split("\n");
+    const edit = (at: number, change: (value: Record<string, unknown>) => void) => {
+      const copy = [...lines];
+      const value = JSON.parse(copy[at]);
+      change(value);
+      copy[at] = JSON.stringify(value);
+      return `${copy.join("\n")}\n`;
+    };
+    const cases: [string, string, RegExp][] = [
+      ["a hash that is not one", edit(2, (v) => (v.hash = "not a hash")), /^Line 3 of the import: the hash is not a SHA-256/],
+      ["an unknown field", edit(1, (v) => (v.owner = "mallory")), /^Line 2 of the import: unknown field "owner"/],
+      ["an unknown role", edit(3, (v) => (v.roles = ["ROOT"])), /^Line 4 of the import: unknown role "ROOT"/],
+      ["a duplicate id", edit(2, (v) => (v.id = JSON.parse(lines[1]).id)), /^Line 3 of the import: the same id as line 2/],
+      ["a newer format", edit(0, (v) => (v.version = 2)), /^Line 1 of the import: written in format version 2 by a newer service-api/],
+      ["a truncated line", `${lines.join("\n").slice(0, -20)}\n`, /^Line 4 of the import: not a JSON object/],
+      ["no header", `${lines.slice(1).join("\n")}\n`, /^Line 1 of the import: not an export/],
+    ];
+    for (const [what, file, message] of cases) {
+      const refused = await refusalOf(() => parseExport(file));
+      expect(refused.code, what).toBe("INVALID_INPUT");
+      expect(refused.message, what).toMatch(message);
+    }
+  });
+});
