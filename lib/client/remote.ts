@@ -16,8 +16,10 @@ import { ServerText, untrustedText } from "./_untrusted.ts";
 
 const FIELDS = "id name description roles createdAt permissions { resource actions } expiresAt lastUsedAt graceUntil labels { key value }";
 const EVENT_FIELDS = "at action id name actor { kind user host id name } changed replaced";
-/** The most events one `auditLog` answer holds (the service's bound). */
-const AUDIT_LOG_MAX = 10_000;
+/** Events asked for in one `auditLog` answer: about 250 KB of JSON, and 1.2 MB at most, well under the client's 4 MiB. */
+const AUDIT_PAGE = 1_000;
+/** Pages read at most: far past any trail the service keeps (a 20 MiB log, 100,000 Redis entries). */
+const AUDIT_PAGES = 1_000;
 
 /** A time from the server: ISO 8601 or the answer is refused (it is printed and compared as one). */
 const ServerTime = v.pipe(v.string(), v.isoTimestamp(), v.transform((s) => untrustedText(s)));
@@ -86,6 +88,9 @@ function toInfo({ id, name, description, roles, permissions, createdAt, expiresA
     ...(labels?.length ? { labels: Object.fromEntries(labels.map(({ key, value }) => [key, value])) } : {}),
   };
 }
+
+/** The error for `auditLog` pages that would never end. */
+const wrongPages = (what: string) => new ServiceError("INTERNAL", `The service's audit trail came back with ${what}; stopped reading`);
 
 /** An event in the store's shape: no null fields. */
 function toEvent({ at, action, id, name, actor, changed, replaced }: v.InferOutput<typeof EventSchema>): AuditEvent {
@@ -192,18 +197,43 @@ export function createRemoteBackend(options: RemoteBackendOptions | { client: Cl
       return data.apiKey.deleteExpired.map(toInfo);
     },
 
-    /** The service's trail; at most its bound of 10,000 events, the latest ones, as with `limit`. */
+    /** The service's trail, page by page from the newest back: what the same query lists locally. */
     async audit(query: AuditQuery = {}) {
-      if (query.limit !== undefined && query.limit < 1) return [];
-      const data = await client.request(
-        `query ($since: String, $limit: Int) { auditLog(since: $since, limit: $limit) { ${EVENT_FIELDS} } }`,
-        {
-          since: query.since === undefined ? undefined : new Date(query.since).toISOString(),
-          limit: Math.min(query.limit ?? AUDIT_LOG_MAX, AUDIT_LOG_MAX),
-        },
-        AuditSchema,
-      );
-      return data.auditLog.map(toEvent);
+      const wanted = query.limit ?? Infinity;
+      const since = query.since === undefined ? undefined : new Date(query.since).toISOString();
+      const events: AuditEvent[] = [];
+      let pages = 0;
+      /** How many of the events received share the oldest time, the first `n` of `events`. */
+      const oldestShared = () => {
+        let n = 0;
+        while (n < events.length && Date.parse(events[n].at) === Date.parse(events[0].at)) n++;
+        return n;
+      };
+      for (let before: number | undefined; events.length < wanted;) {
+        // After the first page, `before` is just after the oldest time received, so that none of that time is
+        // missed: the page then ends with the `have` events of that time received already.
+        const have = before === Date.parse(events[0]?.at) + 1 ? oldestShared() : 0;
+        const limit = Math.min(AUDIT_PAGE, wanted - events.length + have);
+        const data = await client.request(
+          `query ($since: String, $before: String, $limit: Int) { auditLog(since: $since, before: $before, limit: $limit) { ${EVENT_FIELDS} } }`,
+          { since, before: before === undefined ? undefined : new Date(before).toISOString(), limit },
+          AuditSchema,
+        );
+        const page = data.auditLog.map(toEvent);
+        // Each page goes further back, so the listing ends: a service that answers otherwise is refused.
+        if (before !== undefined && page.some((e) => !(Date.parse(e.at) < before!))) throw wrongPages("an event not before the time asked");
+        if (++pages > AUDIT_PAGES) throw wrongPages(`over ${AUDIT_PAGES * AUDIT_PAGE} events; narrow the listing with --since or --limit`);
+        let fresh = page.length;
+        for (let n = 0; n < have && fresh > 0 && Date.parse(page[fresh - 1].at) === Date.parse(events[0].at); n++) fresh--;
+        events.unshift(...page.slice(0, fresh));
+        if (page.length < limit || fresh === 0 || events.length >= wanted) break;
+        // A whole page of one millisecond could never move on: then go on strictly before it.
+        const oldest = Date.parse(events[0].at);
+        const next = oldestShared() < AUDIT_PAGE ? oldest + 1 : oldest;
+        if (before !== undefined && next >= before) throw wrongPages("pages that do not go back in time");
+        before = next;
+      }
+      return events.slice(Math.max(0, events.length - wanted));
     },
 
     // As locally: the key, and the key it replaced if still in its grace period (every secret of the name stops).

@@ -9,8 +9,9 @@ import { DescriptionSchema, NameSchema, parseCreateInput, parseInput, Permission
 import { checkLabels } from "../core/labels.ts";
 import { parseFilter } from "../core/filter.ts";
 import { can, canPair, effectivePermissions, escalation, type Grants } from "../core/policy.ts";
-import { MAX_GRACE_MS, parseInstant, parseSince, untilOf } from "../core/lifecycle.ts";
+import { MAX_GRACE_MS, parseInstant, untilOf } from "../core/lifecycle.ts";
 import type { KeyStore } from "../store/key-store.ts";
+import { type AuditContext, auditLog } from "./audit-log.ts";
 
 /** What every resolver sees: the authenticated key and the store. */
 export type GraphQLContext = {
@@ -18,7 +19,7 @@ export type GraphQLContext = {
   store: KeyStore;
   /** This request's `store.list()`, once asked for. */
   listed?: Promise<ApiKeyInfo[]>;
-};
+} & Pick<AuditContext, "audited">;
 
 type Args = Record<string, any>;
 type Resolver = (args: Args, context: GraphQLContext, source: any) => unknown;
@@ -91,18 +92,6 @@ const grants = (roles: Role[] = [], permissions: Permission[] = []): Grants => (
 /** The calling key, as the audit trail names who made a change. */
 const actorOf = (key: ApiKeyInfo): Actor => ({ kind: "key", id: key.id, name: key.name });
 
-/** `auditLog(limit)`: the default, and the most one answer holds (about 2 MB of JSON). */
-export const AUDIT_LOG_LIMIT = { default: 1_000, max: 10_000 } as const;
-
-/** `auditLog`'s arguments as a store query; `since` reads like `apikey --audit --since`. */
-function auditQuery(args: Args, now: number): { since?: number; limit: number } {
-  const limit = args.limit ?? AUDIT_LOG_LIMIT.default;
-  if (!(limit >= 1 && limit <= AUDIT_LOG_LIMIT.max)) {
-    throw new ServiceError("INVALID_INPUT", `auditLog: limit is from 1 to ${AUDIT_LOG_LIMIT.max} (got ${limit})`);
-  }
-  return args.since == null ? { limit } : { since: parseSince(args.since, now, "since"), limit };
-}
-
 /** `CreateApiKeyInput.graceSeconds` in ms, checked: only with overwrite, 1 s to 24 h. */
 function graceOf(input: Args): number | undefined {
   const seconds = input.graceSeconds;
@@ -150,8 +139,8 @@ export const QUERY: Readonly<Record<string, Rule>> = {
   online: { needs: "ONLINE:READ_ANY", keyOnly: true, resolve: () => true },
   // Each field of Info resolves itself (info.ts), so a request reads only the host facts it selects.
   info: { needs: "INFO:READ_ANY", resolve: () => ({}) },
-  // Never remembered by the answer cache (not keyOnly): each request reads the trail.
-  auditLog: { needs: "API_KEY:READ_ANY", resolve: (a, { store }) => store.audit(auditQuery(a, Date.now())) },
+  // Never remembered by the answer cache (not keyOnly): each request reads the trail, once per set of arguments.
+  auditLog: { needs: "API_KEY:READ_ANY", resolve: auditLog },
 };
 
 /** The rules of the `Mutation.apiKey` fields. */

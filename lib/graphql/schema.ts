@@ -171,8 +171,8 @@ type Query {
   me: UserAccount
   online: Boolean
   info: Info
-  "The audit trail, oldest first: the changes since since (a duration back from now like 30m, 12h or 7d, or an ISO 8601 time; absent: every event kept), at most limit of the latest (1 to 10000, default 1000)."
-  auditLog(since: String, limit: Int): [AuditEvent!]
+  "The audit trail, oldest first: the changes since since and before before (each a duration back from now like 30m, 12h or 7d, or an ISO 8601 time; absent: every event kept), at most limit of the latest (1 to 10000, default 1000). To page back, ask again with before set to the at of the oldest event received (events of that same millisecond may straddle two pages: to be sure of them all, ask with before one millisecond later and skip those already received). Aliases with the same arguments share one read; those with different arguments may ask for 10000 events in one request in all."
+  auditLog(since: String, limit: Int, before: String): [AuditEvent!]
 }
 
 type ApiKeyMutations {

@@ -12,9 +12,19 @@ import { type Actor, AUDIT_ACTIONS, type AuditEvent } from "../core/model.ts";
 export interface AuditQuery {
   /** Events at or after this instant (ms since the epoch). */
   since?: number;
+  /** Events before this instant (ms since the epoch): the page before one already read. */
+  before?: number;
   /** At most this many: the latest ones (still oldest first). */
   limit?: number;
 }
+
+/**
+ * How far apart the clocks of a trail's writers may be (ms). Logs are read from their end and stop once
+ * a stretch of events is this much older than anything the answer can still hold: an event written this
+ * much later in the log than its time says (a writer's clock behind) is still found, one written earlier
+ * (a clock ahead) may not be.
+ */
+export const CLOCK_SKEW_MS = 1_000;
 
 export interface AuditLog {
   /** Appends one event, durably, before resolving; many processes may append at once. */
@@ -25,6 +35,8 @@ export interface AuditLog {
 
 /** Events a memory log keeps; older ones are dropped, as a capped log on disk or in Redis drops them. */
 const MEMORY_EVENTS = 10_000;
+/** Events a memory log reads between two checks of whether the answer is complete. */
+const MEMORY_STRETCH = 256;
 
 /** An audit log in this process's memory, for the memory store and tests. */
 export function createMemoryAuditLog(capacity = MEMORY_EVENTS): AuditLog {
@@ -34,42 +46,71 @@ export function createMemoryAuditLog(capacity = MEMORY_EVENTS): AuditLog {
       events.push(structuredClone(event));
       if (events.length > capacity) events.splice(0, events.length - capacity);
     },
-    read: async (query = {}) => selectEvents(byTime([...events]), query), // by time, like the logs of several writers
+    // From the newest back, as far as the answer needs: by time, like the logs of several writers.
+    read: async (query = {}) => {
+      const selector = createEventSelector(query);
+      for (let end = events.length; end > 0; end -= MEMORY_STRETCH) {
+        let latest = -Infinity;
+        for (let i = end - 1; i >= Math.max(0, end - MEMORY_STRETCH); i--) {
+          const time = Date.parse(events[i].at);
+          latest = Math.max(latest, time);
+          if (selector.wants(time)) selector.offer(structuredClone(events[i]));
+        }
+        if (selector.done(latest)) break;
+      }
+      return selector.result();
+    },
   };
 }
 
 /** The events of `events` (oldest first) that `query` asks for. */
-export function selectEvents(events: readonly AuditEvent[], { since, limit }: AuditQuery = {}): AuditEvent[] {
-  const from = since === undefined ? events : events.filter((e) => Date.parse(e.at) >= since);
+export function selectEvents(events: readonly AuditEvent[], { since, before, limit }: AuditQuery = {}): AuditEvent[] {
+  const from = since === undefined && before === undefined
+    ? events
+    : events.filter((e) => Date.parse(e.at) >= (since ?? -Infinity) && Date.parse(e.at) < (before ?? Infinity));
   return limit === undefined ? [...from] : from.slice(Math.max(0, from.length - limit));
 }
 
 /**
- * `selectEvents` over events offered one at a time, in log order, keeping only what the answer can hold:
- * those at or after `since`, and with `limit` at most about twice that many at any moment (the latest by
- * time, log order among equal times, as `byTime` orders them). Memory is bounded by the answer, never by
- * the log; writers with clocks out of step are ordered exactly as when the whole log is sorted.
+ * `selectEvents` over events offered one at a time, newest first in log order, keeping only what the answer
+ * can hold: those at or after `since` and before `before`, and with `limit` at most about twice that many at
+ * any moment (the latest by time, log order among equal times, as `byTime` orders them). Memory is bounded
+ * by the answer, never by the log; `done` says when a reader going back through the log may stop.
  */
-export function createEventSelector({ since, limit }: AuditQuery = {}) {
+export function createEventSelector({ since, before, limit }: AuditQuery = {}) {
   let kept: { time: number; seq: number; event: AuditEvent }[] = [];
   let seq = 0;
+  const until = before ?? Infinity;
   const cap = limit === undefined ? Infinity : Math.max(0, limit);
   const trimAt = Math.max(2 * cap, 1024);
   /** Once `cap` events are kept, an event before the earliest of them can never be among the latest. */
   let floor = since ?? -Infinity;
+  let sorted = true;
   const order = () => {
+    if (sorted) return;
+    sorted = true;
     kept.sort((a, b) => a.time - b.time || a.seq - b.seq);
     if (kept.length > cap) kept = kept.slice(kept.length - cap);
     if (kept.length === cap && cap > 0) floor = Math.max(floor, kept[0].time);
   };
-  const wants = (time: number) => cap > 0 && time >= floor;
+  const wants = (time: number) => cap > 0 && time >= floor && time < until;
   return {
     /** False when an event of this time would not be kept: a reader may then skip parsing the rest of it. */
     wants,
+    /**
+     * True when the events before a stretch of the log whose latest time is `time` cannot change the answer:
+     * `time` is over `CLOCK_SKEW_MS` older than `since`, or than the earliest of `limit` events already kept.
+     */
+    done(time: number): boolean {
+      if (cap === 0) return true;
+      if (kept.length >= cap) order();
+      return time < floor - CLOCK_SKEW_MS;
+    },
     offer(event: AuditEvent): void {
       const time = Date.parse(event.at);
       if (!wants(time)) return;
-      kept.push({ time, seq: seq++, event });
+      kept.push({ time, seq: seq--, event }); // offered newest first: log order is the reverse
+      sorted = false;
       if (kept.length >= trimAt) order();
     },
     /** The selected events, oldest first. */

@@ -15,25 +15,17 @@
  *   of space removes it and tries once more. It is made again by a later append that finds room. The log
  *   itself is made at the first event and again right after each rotation, so an append needs blocks,
  *   never a new inode.
- * - Reading streams: each file is read in chunks of 1 MiB and each event, once parsed, is offered to a
- *   selector that keeps only what the query returns (`since`; with `limit`, the latest N by time), so a
- *   log far past its rotation size (appended to by hand, or kept from before) costs time, not memory.
- *   A file is read in its last `maxReadBytes` (64 MiB) at most: the store never makes one that big, and
- *   what is before is skipped (said at debug level), starting at the first whole event after the cut.
- * - Only regular files of the store's owner, 0600: a FIFO, socket, device or directory in place of the log
- *   (or a rotated file, or the reserve) is refused on reading and on appending, naming the path and the
- *   fix; a file of another user is refused as `_fs-trust.ts` refuses its folders; one of ours that is
- *   looser (or tighter, under a umask like 0277) is made 0600 again on its descriptor when opened.
+ * - Reading (`_fs-audit-read.ts`) goes from the end back and stops once the answer is complete, and
+ *   every file is checked first (`_fs-audit-files.ts`).
  */
 import { constants, type Stats } from "node:fs";
 import { join } from "node:path";
+import { type AuditLog, auditEventOf } from "../audit.ts";
 import { isCode } from "../../core/_error-code.ts";
-import { ServiceError } from "../../core/errors.ts";
-import type { AuditEvent } from "../../core/model.ts";
-import { printable } from "../_system-errors.ts";
-import { type AuditLog, auditEventOf, createEventSelector } from "../audit.ts";
+import { auditFiles, notRegular } from "./_fs-audit-files.ts";
+import { readTrail, ROTATED } from "./_fs-audit-read.ts";
 import { type FileOps, syncDir as syncDirectory } from "./_fs-ops.ts";
-import { plantedLink, READ_FLAGS, type StoreTrust } from "./_fs-trust.ts";
+import { READ_FLAGS, type StoreTrust } from "./_fs-trust.ts";
 
 export interface FsAuditOptions {
   /** Size past which the log is rotated (default 4 MiB). */
@@ -51,18 +43,9 @@ export interface FsAuditOptions {
 
 const LOG = "audit.log";
 const RESERVE = "reserve";
-const ROTATED = /^audit-\d{8}T\d{9}(?:\d{3})?Z-[0-9a-f]{8}\.log$/;
 /** O_NONBLOCK: a FIFO planted in place of the log fails (ENXIO) instead of blocking the writer. */
 const APPEND_FLAGS = constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0);
 const CREATE_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0);
-/** Where an event starts: events are written with `at` first (see `auditEventOf`). */
-const EVENT_OPEN = '{"at":';
-const EVENT_START = /(?=\{"at":)/;
-/** Bytes read at a time. */
-const CHUNK = 1024 * 1024;
-/** Longer than any event the store writes: a "line" past this without an event start is skipped, not held. */
-const MAX_PIECE = 1024 * 1024;
-
 const noSpace = (error: unknown) => isCode(error, "ENOSPC", "EDQUOT");
 
 /**
@@ -76,90 +59,6 @@ const rotatedName = () => {
   return `audit-${new Date(Math.floor(now)).toISOString().replace(/[-:.]/g, "").replace("Z", `${micros}Z`)}-${crypto.randomUUID().slice(0, 8)}.log`;
 };
 
-/**
- * Finds events in a log's text given in pieces of any size, skipping torn and foreign lines: `push` each
- * piece in order, then `end`. Holds at most one unfinished line (a piece past `MAX_PIECE` without an event
- * start is dropped, as it could never be one whole event).
- */
-export function createAuditScanner(
-  emit: (event: AuditEvent) => void,
-  { skipFirst = false, wants }: { skipFirst?: boolean; wants?: (time: number) => boolean } = {},
-) {
-  let carry = "";
-  /** Dropping the text up to the next line or event start: after a cut (the start of a partial read, an overlong piece). */
-  let skipping = skipFirst;
-  const take = (piece: string) => {
-    if (skipping) {
-      skipping = false;
-      if (!piece.startsWith(EVENT_OPEN)) return;
-    }
-    if (!piece.startsWith("{")) return;
-    if (wants && piece.startsWith(EVENT_OPEN + '"')) {
-      // The time, written first: an event the query would drop is not parsed (most of a big log, for --limit).
-      const time = Date.parse(piece.slice(EVENT_OPEN.length + 1, piece.indexOf('"', EVENT_OPEN.length + 1)));
-      if (Number.isFinite(time) && !wants(time)) return;
-    }
-    try {
-      const event = auditEventOf(JSON.parse(piece));
-      if (event) emit(event);
-    } catch {
-      // a torn or foreign piece: not an event
-    }
-  };
-  return {
-    push(text: string): void {
-      text = carry + text;
-      let from = 0;
-      for (let nl = text.indexOf("\n"); nl !== -1; from = nl + 1, nl = text.indexOf("\n", from)) {
-        const line = text.slice(from, nl);
-        if (line.indexOf(EVENT_OPEN, 1) === -1) take(line); // one event (or none) on the line: the usual case
-        else for (const piece of line.split(EVENT_START)) take(piece);
-        skipping = false;
-      }
-      // In the unfinished line, a piece followed by an event start is whole; the last one may go on.
-      const pieces = text.slice(from).split(EVENT_START);
-      for (let i = 0; i < pieces.length - 1; i++) take(pieces[i]);
-      carry = pieces[pieces.length - 1];
-      if (carry.length > MAX_PIECE) {
-        carry = carry.slice(-(EVENT_OPEN.length - 1)); // an event start cut in two is still found
-        skipping = true;
-      }
-    },
-    end(): void {
-      const rest = carry;
-      carry = "";
-      for (const piece of rest.split(EVENT_START)) take(piece);
-    },
-  };
-}
-
-/** The events in a log file's text, skipping torn and foreign lines. */
-export function parseAuditText(text: string): AuditEvent[] {
-  const events: AuditEvent[] = [];
-  const scanner = createAuditScanner((event) => events.push(event));
-  scanner.push(text);
-  scanner.end();
-  return events;
-}
-
-/** What a path holds, in a message. */
-const kindOf = (stat: Stats) =>
-  stat.isFIFO() ? "fifo"
-  : stat.isSocket() ? "socket"
-  : stat.isDirectory() ? "directory"
-  : stat.isCharacterDevice() ? "character device"
-  : stat.isBlockDevice() ? "block device"
-  : stat.isSymbolicLink() ? "symbolic link"
-  : "special file";
-
-/** The error for something in place of a log file, the reserve or a rotated file that the store never makes. */
-function notRegular(path: string, stat: Stats): ServiceError {
-  return new ServiceError(
-    "STORE_UNAVAILABLE",
-    printable(`Key store unavailable: ${path} is not a regular file but a ${kindOf(stat)}, which the store never makes: someone else may have planted it. Remove it.`),
-  );
-}
-
 export interface FsAuditContext {
   /** The store's `audit` directory. */
   dir: string;
@@ -167,7 +66,7 @@ export interface FsAuditContext {
   files: FileOps;
   /** fsync before an append counts as done. */
   durable: boolean;
-  /** Detail for LOG_LEVEL=debug: a file read only in its last part. */
+  /** Detail for LOG_LEVEL=debug: a file read only in its last part, and what each read took. */
   debug?: (message: string) => void;
 }
 
@@ -178,45 +77,8 @@ export function createFsAuditLog({ dir, trust, files, durable, debug }: FsAuditC
   const path = join(dir, LOG);
   const reservePath = join(dir, RESERVE);
 
-  const close = (fd: number) => files.close(fd).catch(() => {});
+  const { close, checkFile, openFile, openChecked } = auditFiles(files);
   const syncDir = () => syncDirectory(files, dir, durable);
-
-  /**
-   * Checks a file of the log just opened (or about to be used) as `fd`: a regular file of the store's owner
-   * (this process acts as the owner once its folders are trusted: `_fs-trust.ts`), made 0600 when it is ours
-   * and not. `strict`: for writing, where a mode that cannot be fixed is an error; a reader goes on.
-   */
-  const checkFile = async (fd: number, path: string, stat: Stats, strict: boolean) => {
-    if (!stat.isFile()) throw notRegular(path, stat);
-    const euid = process.geteuid?.() ?? -1; // -1: no Unix users (Windows), nothing to compare
-    if (euid !== -1 && stat.uid !== euid) {
-      throw new ServiceError("STORE_UNAVAILABLE", printable(
-        `Key store unavailable: ${path} belongs to uid ${stat.uid}, not to the store's owner (uid ${euid}): someone else may have planted it. Remove it, or if it is yours: chown ${euid} ${path}`,
-      ));
-    }
-    if ((stat.mode & 0o777) === 0o600) return;
-    try {
-      await files.fchmod(fd, 0o600);
-    } catch (error) {
-      if (strict) throw Object.assign(error as Error, { path });
-    }
-  };
-
-  /** Opens `path` with `flags`; undefined when it is missing. Links and what cannot be opened as a file are refused. */
-  const openFile = async (target: string, flags: number, mode?: number): Promise<number | undefined> => {
-    try {
-      return await files.open(target, flags, mode);
-    } catch (error) {
-      if (isCode(error, "ENOENT")) return undefined;
-      if (isCode(error, "ELOOP")) throw plantedLink(target);
-      // A FIFO without a reader or a socket (ENXIO), a directory opened for writing (EISDIR): say what it is.
-      if (isCode(error, "ENXIO", "EISDIR", "EOPNOTSUPP", "ENODEV")) {
-        const stat = await files.lstat(target).catch(() => undefined);
-        if (stat && !stat.isFile()) throw notRegular(target, stat);
-      }
-      throw error;
-    }
-  };
 
   /**
    * Makes the reserve when it is missing; on a full disk, leaves nothing behind and tries again next time.
@@ -341,57 +203,7 @@ export function createFsAuditLog({ dir, trust, files, durable, debug }: FsAuditC
 
     async read(query = {}) {
       if (!trust.directory(dir, false)) return [];
-      const selector = createEventSelector(query);
-      const buffer = Buffer.allocUnsafe(CHUNK);
-      /** Offers the events of the open file `fd` (of `size` bytes when opened) to the selector, a chunk at a time. */
-      const scan = async (fd: number, file: string, size: number) => {
-        const start = Math.max(0, size - maxReadBytes);
-        if (start > 0) debug?.(`audit: ${file} is ${size} bytes, past the ${maxReadBytes} read of a file: skipped the first ${start} bytes (older events)`);
-        const decoder = new TextDecoder();
-        const scanner = createAuditScanner((event) => selector.offer(event), { skipFirst: start > 0, wants: selector.wants });
-        // To the end, which may have moved on since (appends meanwhile), but never more than the bound.
-        for (let at = start; at - start < maxReadBytes + CHUNK;) {
-          const read = await files.readAt(fd, buffer, at);
-          if (read === 0) break;
-          scanner.push(decoder.decode(buffer.subarray(0, read), { stream: true }));
-          at += read;
-        }
-        scanner.push(decoder.decode());
-        scanner.end();
-      };
-      /** Opens a file of the log for reading and checks it; undefined when it is gone. */
-      const open = async (file: string) => {
-        const fd = await openFile(file, READ_FLAGS);
-        if (fd === undefined) return undefined;
-        try {
-          const stat = await files.fstat(fd);
-          await checkFile(fd, file, stat, false);
-          return { fd, stat };
-        } catch (error) {
-          await close(fd);
-          throw error;
-        }
-      };
-      // The current log first, held open: if it is rotated while the others are read, it is read once, here.
-      const current = await open(path);
-      try {
-        const names = (await files.readdir(dir, { withFileTypes: true })).map((e) => e.name).filter((n) => ROTATED.test(n)).sort();
-        for (const name of names) {
-          const file = join(dir, name);
-          const rotated = await open(file); // gone: removed by a rotation meanwhile (the oldest go first)
-          if (!rotated) continue;
-          try {
-            if (current && rotated.stat.ino === current.stat.ino && rotated.stat.dev === current.stat.dev) continue;
-            await scan(rotated.fd, file, rotated.stat.size);
-          } finally {
-            await close(rotated.fd);
-          }
-        }
-        if (current) await scan(current.fd, path, current.stat.size);
-        return selector.result();
-      } finally {
-        if (current) await close(current.fd);
-      }
+      return readTrail({ dir, path, files, maxReadBytes, debug, close, open: (file) => openChecked(file, READ_FLAGS, false) }, query);
     },
   };
 }

@@ -29,7 +29,7 @@ import { createStorage, type Driver, type Storage } from "unstorage";
 import redisDriver from "unstorage/drivers/redis";
 import { isServiceError, ServiceError } from "../../core/errors.ts";
 import type { AtomicIndex } from "../atomic.ts";
-import { type AuditLog, auditEventOf, byTime, selectEvents } from "../audit.ts";
+import { type AuditLog, auditEventOf, byTime, CLOCK_SKEW_MS, selectEvents } from "../audit.ts";
 import type { AuditEvent } from "../../core/model.ts";
 import { checkReplies, guardReplies, isCount, isFlag, okOrNil, type Shape, storedOrNil } from "./_redis-desync.ts";
 import { redactRedisUrl, redisRedactor } from "./_redis-url.ts";
@@ -313,21 +313,23 @@ export async function openRedisBackend(url: string, options: RedisBackendOptions
       shaped(id, (v) => typeof v === "string" && STREAM_ID.test(v));
     }),
     // Page by page from `since` (or the start); with a limit, from the newest back, only as far as needed.
+    // Ids are at or after each event's time (at most a writer's clock skew after it): `before` bounds them so.
     read: wrap(async (query = {}) => {
       const start = query.since === undefined ? "-" : `${Math.max(0, Math.ceil(query.since))}-0`;
+      const end = query.before === undefined ? "+" : `(${Math.max(0, Math.ceil(query.before + CLOCK_SKEW_MS))}-0`;
       const events: AuditEvent[] = [];
       if (query.limit === undefined) {
         for (let from = start; ;) {
-          const page = await range(false, from, "+");
+          const page = await range(false, from, end);
           events.push(...eventsOf(page));
           if (page.length < AUDIT_PAGE) break;
           from = `(${page[page.length - 1][0]}`;
         }
       } else {
-        // Ids are at or after each event's time, so a page may hold some before `since`: they do not count.
-        const wanted = (e: AuditEvent) => query.since === undefined || Date.parse(e.at) >= query.since;
+        // A page may hold some before `since` or not before `before`: they do not count.
+        const wanted = (e: AuditEvent) => Date.parse(e.at) >= (query.since ?? -Infinity) && Date.parse(e.at) < (query.before ?? Infinity);
         let found = 0;
-        for (let to = "+"; found < query.limit; ) {
+        for (let to = end; found < query.limit; ) {
           const page = await range(true, to, start);
           const got = eventsOf(page);
           events.unshift(...got.reverse());
