@@ -449,4 +449,87 @@ describe.each(Object.keys(backends))("key store contract on %s", (kind) => {
     const raw = await backend.rawValues();
     expect(raw.join("\n")).toMatch(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/);
   });
+
+  it("rotate gives the same key a new secret: id and every setting stay, the old secret stops at once on every instance", async () => {
+    const other = await backend.open();
+    const expiresAt = new Date(Date.now() + 90 * 86_400_000).toISOString();
+    const old = await store.create(input("deploy key", { description: "CI", roles: ["CONNECT"], permissions: [{ resource: "DOCKER", actions: ["READ_ANY"] }], expiresAt }));
+    await store.recordUse(new Map([[old.id, Date.now() - 60_000]])); // a field create never sets: carried over too
+    const before = await store.get(old.id);
+    expect((await other.verify(old.key))?.id).toBe(old.id); // remembered by the other instance
+    const rotated = await store.rotate(old.id);
+    expect(rotated.key).toMatch(/^sapi_/);
+    expect(rotated.key).not.toBe(old.key);
+    const { key: _key, ...info } = rotated;
+    expect(info).toEqual(before);
+    expect(await other.get(old.id)).toEqual(before);
+    expect(await other.verify(old.key)).toBeNull();
+    expect(await store.verify(old.key)).toBeNull();
+    expect(await other.verify(rotated.key)).toMatchObject({ id: old.id, roles: ["CONNECT"], description: "CI", expiresAt });
+    expect(await store.list()).toEqual([before]);
+    expect((await store.audit()).map((e) => [e.action, e.id])).toEqual([["create", old.id], ["rotate", old.id]]);
+    const raw = (await backend.rawValues()).join("\n");
+    expect(raw).not.toContain(rotated.key);
+    expect(raw).toContain(sha256Hex(rotated.key));
+    expect(raw).not.toContain(sha256Hex(old.key));
+  });
+
+  it("rotate with a grace period keeps the old secret working as a key in grace of its own, which goes with the name", async () => {
+    const other = await backend.open();
+    const old = await store.create(input("ci", { roles: ["ADMIN"] }));
+    const rotated = await store.rotate(old.id, { graceMs: 10 * 60_000 });
+    expect(rotated.id).toBe(old.id);
+    const twin = await other.verify(old.key);
+    expect(twin).toMatchObject({ name: "ci", roles: ["ADMIN"], graceUntil: expect.any(String) });
+    expect(twin!.id).not.toBe(old.id);
+    expect((await other.verify(rotated.key))?.id).toBe(old.id);
+    expect((await store.list()).map((k) => [k.id, k.graceUntil !== undefined])).toEqual([[old.id, false], [twin!.id, true]]);
+    // A second rotation with grace ends the first one's period: at most two working secrets.
+    const third = await other.rotate(old.id, { graceMs: 60_000 });
+    expect(await store.verify(old.key)).toBeNull();
+    expect((await store.verify(rotated.key))?.graceUntil).toBeDefined();
+    expect(await store.deleteByName("ci")).toMatchObject({ id: old.id });
+    for (const secret of [old.key, rotated.key, third.key]) expect(await other.verify(secret)).toBeNull();
+    expect(await store.list()).toEqual([]);
+  });
+
+  it("of 8 concurrent rotations through separate instances exactly one new secret verifies, and a rotation racing a delete leaves nothing working", async () => {
+    const instances = [store, ...(await Promise.all(Array.from({ length: 3 }, () => backend.open())))];
+    const old = await store.create(input("busy", { description: "kept" }));
+    const { values, errors } = await settle(Array.from({ length: 8 }, (_, i) => instances[i % 4].rotate(old.id)));
+    expect(errors).toEqual([]);
+    const working = [];
+    for (const k of [old, ...values]) if (await instances[1].verify(k.key)) working.push(k.key);
+    expect(working).toHaveLength(1);
+    expect(await store.list()).toEqual([expect.objectContaining({ id: old.id, description: "kept" })]);
+    const doomed = await store.create(input("doomed"));
+    const [rotation, deletion] = await Promise.allSettled([instances[1].rotate(doomed.id, { graceMs: 60_000 }), instances[2].deleteByName("doomed")]);
+    expect(deletion).toMatchObject({ status: "fulfilled", value: { id: doomed.id } });
+    const secrets = [doomed.key, ...(rotation.status === "fulfilled" ? [rotation.value.key] : [])];
+    for (const secret of secrets) expect(await instances[3].verify(secret)).toBeNull();
+    const raw = (await backend.rawValues()).join("\n");
+    for (const secret of secrets) expect(raw).not.toContain(sha256Hex(secret)); // no entry left behind
+    expect((await store.list()).map((k) => k.name)).toEqual(["busy"]);
+  });
+
+  it("rotate refuses an unknown id, a key in its grace period and a bad grace period, and changes nothing", async () => {
+    const old = await store.create(input("ci"));
+    await store.rotate(old.id, { graceMs: 60_000 });
+    const twin = (await store.list()).find((k) => k.graceUntil)!;
+    const refusals: [string, object, string, RegExp][] = [
+      ["00000000-0000-4000-8000-000000000000", {}, "NOT_FOUND", /No API key found with id/],
+      ["../../etc/passwd", {}, "NOT_FOUND", /No API key found with id/],
+      [twin.id, {}, "NOT_FOUND", /grace period\): it can be deleted, not rotated/],
+      [old.id, { graceMs: 0 }, "INVALID_INPUT", /at most 24h/],
+      [old.id, { graceMs: 24 * 3_600_000 + 1 }, "INVALID_INPUT", /at most 24h/],
+    ];
+    const listed = await store.list();
+    for (const [id, options, code, message] of refusals) {
+      const error = await store.rotate(id, options).catch((e) => e);
+      expect(error).toBeInstanceOf(ServiceError);
+      expect([error.code, error.message]).toEqual([code, expect.stringMatching(message)]);
+    }
+    expect(await store.list()).toEqual(listed);
+    expect((await store.audit()).filter((e) => e.action === "rotate")).toHaveLength(1);
+  });
 });

@@ -14,6 +14,8 @@ export interface ApikeyFlags {
   delete?: boolean;
   list?: boolean;
   update?: boolean;
+  /** A new secret for the key --name or --id chooses, with the same id and settings. */
+  rotate?: boolean;
   name?: string;
   id?: string;
   description?: string;
@@ -33,7 +35,7 @@ export interface ApikeyFlags {
   expiresAt?: string;
   /** False with `--no-expiry` (update: the key never expires again); cac sets true otherwise. */
   expiry?: boolean;
-  /** create with --overwrite: how long the replaced key's secret keeps working. */
+  /** create with --overwrite, rotate: how long the replaced secret keeps working. */
   grace?: string;
   /** delete: every key whose expiry or grace period has passed. */
   expired?: boolean;
@@ -60,7 +62,7 @@ export interface ApikeyFlags {
   filter?: string;
 }
 
-export const MODES = ["create", "delete", "list", "update", "audit", "export", "import"] as const;
+export const MODES = ["create", "delete", "list", "update", "audit", "export", "import", "rotate"] as const;
 export type Mode = (typeof MODES)[number];
 
 /**
@@ -75,6 +77,7 @@ const MODE_FLAGS: Record<Mode, readonly string[]> = {
   audit: ["since", "limit"],
   export: ["output", "force", "withAudit"],
   import: ["dryRun", "onConflict"],
+  rotate: ["name", "id", "grace", "output", "force", "format"],
 };
 const COMMON = ["json", "store", "url"];
 const kebab = (flag: string) => `--${flag.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
@@ -91,8 +94,8 @@ export function chooseMode(given: ApikeyFlags): Mode {
     throw new ServiceError(
       "USAGE",
       modes.length === 0
-        ? "Choose what to do: --create, --delete, --update, --list, --audit, --export or --import"
-        : `Choose one of --create, --delete, --update, --list, --audit, --export and --import, not ${modes.map((m) => `--${m}`).join(" and ")}`,
+        ? "Choose what to do: --create, --delete, --update, --list, --audit, --export, --import or --rotate"
+        : `Choose one of --create, --delete, --update, --list, --audit, --export, --import and --rotate, not ${modes.map((m) => `--${m}`).join(" and ")}`,
     );
   }
   const mode = modes[0];
@@ -118,7 +121,7 @@ export function chooseMode(given: ApikeyFlags): Mode {
   if (flags.expired && flags.ifExists) {
     throw new ServiceError("USAGE", "--delete --expired already exits 0 when nothing has expired: drop --if-exists");
   }
-  if (has("grace") && !flags.overwrite) {
+  if (has("grace") && !flags.overwrite && mode !== "rotate") {
     throw new ServiceError("USAGE", "--grace keeps the secret of the key an overwrite replaces working: it needs --overwrite");
   }
   if (flags.format !== undefined && flags.json) pair("format", "json");
@@ -135,7 +138,7 @@ export interface LifecycleValues {
   expiresAt?: string;
   /** update --no-expiry: the key never expires again. */
   clearExpiry: boolean;
-  /** create --overwrite --grace: how long the replaced secret keeps working. */
+  /** create --overwrite --grace, rotate --grace: how long the replaced secret keeps working. */
   graceMs?: number;
   /** audit --since, in ms since the epoch. */
   since?: number;

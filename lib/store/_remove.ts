@@ -69,7 +69,8 @@ export function createRemovals(ctx: StoreContext) {
       if (!(await atomic.takeIf(names, id))) continue;
       await bumpRevision();
       if (record) {
-        await atomic.exclusive(`keys:${record.id}`, () => discard(record)); // after any rename in flight
+        // After any rename or rotation in flight, and as it left the record (a rotation's new secret entry goes too).
+        await atomic.exclusive(`keys:${record.id}`, async () => discard((await readRecord(record.id)) ?? record));
         deleted = publicView(record);
       } else if (isKeyId(id)) {
         // The name led to a malformed or missing record: its name entry is gone; remove what is left of it.

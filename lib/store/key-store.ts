@@ -1,6 +1,6 @@
 /**
- * The key store, over any unstorage `Storage`. Creating and replacing keys is in `_create.ts`, removing them in
- * `_remove.ts`, verifying in `_verify.ts`; updates, reads and last use are here. The rules they keep together:
+ * The key store, over any unstorage `Storage`. Creating and replacing keys is in `_create.ts`, rotating them in
+ * `_rotate.ts`, removing them in `_remove.ts`, verifying in `_verify.ts`; updates, reads and last use are here. The rules they keep together:
  *
  * Layout:
  *
@@ -8,9 +8,10 @@
  *   names:<sha256(name)> the id of the live key with that name   <- the commit point
  *   secrets:<sha256>     the id of the key with that secret
  *
- *   grace:<sha256(name)> the id of the key that name had before an overwrite with a grace period:
+ *   grace:<sha256(name)> the id of the key that name had before an overwrite with a grace period (or
+ *                        of a twin of the key, holding its old secret, after a rotation with one):
  *                        accepted until its record's `graceUntil` (one per name; a second overwrite
- *                        with grace ends the first one's period)
+ *                        or rotation with grace ends the first one's period)
  *   meta:revision        changes whenever a key is deleted, replaced or updated
  *
  * The audit trail is kept beside it (`AuditLog`): each change appends its event before the change's
@@ -75,6 +76,7 @@ import { createMemoryAuditLog, localActor } from "./audit.ts";
 import { iso, type StoreContext } from "./_context.ts";
 import { createRemovals } from "./_remove.ts";
 import { createCreate } from "./_create.ts";
+import { createRotate } from "./_rotate.ts";
 import { createTransfer } from "./_transfer.ts";
 
 export { type AtomicIndex, createLocalAtomicIndex } from "./atomic.ts";
@@ -89,6 +91,7 @@ export type {
   KeyStoreOptions,
   OnConflict,
   Refusal,
+  RotateOptions,
   VerifiedKey,
 } from "./types.ts";
 import type { KeyStore, KeyStoreOptions } from "./types.ts";
@@ -127,6 +130,7 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
   const { bumpRevision, readRevision, audit } = ctx;
   const removals = createRemovals(ctx);
   const create = createCreate(ctx, removals.removeById);
+  const rotate = createRotate(ctx, removals.removeById);
   const transfer = createTransfer(ctx, removals.removeById, removals.graced);
 
   const storeError = (what: string, error: unknown): ServiceError => {
@@ -159,6 +163,8 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
 
   const store: KeyStore = {
     create: (input, options) => guard("create a key", () => create(input, options)),
+
+    rotate: (id, options) => guard("rotate a key", () => rotate(id, options)),
 
     deleteByName: (name, options) => guard("delete a key", () => removals.deleteByName(name, options)),
 

@@ -48,6 +48,11 @@ export interface CreateOptions extends ChangeOptions {
   graceMs?: number;
 }
 
+export interface RotateOptions extends ChangeOptions {
+  /** The old secret keeps working this many ms more (at most 24 h), then stops; absent: it stops at once. */
+  graceMs?: number;
+}
+
 /** What `importRecords` does with a key whose id, name or secret is already in the store. */
 export type OnConflict = "fail" | "skip" | "overwrite";
 
@@ -90,6 +95,13 @@ export interface KeyStore {
   deleteExpired(options?: ChangeOptions): Promise<ApiKeyInfo[]>;
   /** Replaces fields of a key (a rename keeps names unique); returns the updated key. */
   update(id: string, patch: KeyPatch, options?: ChangeOptions): Promise<ApiKeyInfo>;
+  /**
+   * Issues a new secret for the live key `id`; returns the key with it, the only time it is available. The
+   * key keeps its id and every setting (its record is copied, only the secret's hash replaced). The old
+   * secret stops at once, or with `graceMs` works that much longer, as a key in its grace period of its own.
+   * NOT_FOUND when there is no such live key; INVALID_INPUT when the key has expired.
+   */
+  rotate(id: string, options?: RotateOptions): Promise<CreatedKey>;
   /** The key with this id: a live one, or one in its grace period (with `graceUntil`). */
   get(id: string): Promise<ApiKeyInfo | null>;
   getByName(name: string): Promise<ApiKeyInfo | null>;
@@ -137,5 +149,5 @@ export interface KeyStore {
 /** What the command needs of a store: the local store and the remote (GraphQL) one both provide it. */
 export type KeyBackend = Pick<
   KeyStore,
-  "create" | "deleteByName" | "deleteById" | "deleteExpired" | "update" | "list" | "isEmpty" | "getByName" | "audit"
+  "create" | "rotate" | "deleteByName" | "deleteById" | "deleteExpired" | "update" | "list" | "isEmpty" | "getByName" | "audit"
 >;

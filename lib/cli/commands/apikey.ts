@@ -32,6 +32,7 @@ import { checkOutputTarget } from "../secret-file.ts";
 import { createKey } from "../create-key.ts";
 import { withStoreHint } from "../store-hint.ts";
 import { jsonLine } from "../json-text.ts";
+import { noteDropped, rotateKey } from "../rotate.ts";
 
 export type { ApikeyFlags, KeyBackend };
 
@@ -88,6 +89,7 @@ export async function runApikey(flags: ApikeyFlags, store: CliBackend, context: 
   }
   if (mode === "create") return await create(flags, values, store, context, asJson);
   if (mode === "update") return await update(flags, values, store, asJson);
+  if (mode === "rotate") return await rotateKey(flags, values, store, asJson);
 
   if (flags.expired) return await (await import("../lifecycle.ts")).deleteExpired(store, asJson);
 
@@ -143,8 +145,9 @@ async function create(flags: ApikeyFlags, values: LifecycleValues, store: CliBac
   const overwrite = Boolean(flags.overwrite);
   const { graceMs } = values;
   // With --overwrite, whether a key is there to replace: the summary says "Replaced" (and, with --grace,
-  // until when the old secret works) only then.
-  const replacing = overwrite && (await store.getByName(input.name)) !== null;
+  // until when the old secret works) only then. Its settings, for the note on those the new key lacks.
+  const old = overwrite ? await store.getByName(input.name) : null;
+  const replacing = old !== null;
   let made;
   try {
     made = await createKey(store, input, { overwrite, replacing, graceMs });
@@ -156,6 +159,7 @@ async function create(flags: ApikeyFlags, values: LifecycleValues, store: CliBac
   }
   const { created, graceUntil, record } = made;
   const output = env ? formatEnv(created, replacing, graceUntil) : formatCreated(created, asJson, replacing, graceUntil);
+  noteDropped(output, old, created);
   // With --if-not-exists a script reads `.created`; a plain create keeps the specified shape exactly.
   if (flags.ifNotExists && asJson) output.stdout = jsonLine({ ...createdJson(created), created: true });
   return { ...output, created: record };
@@ -233,11 +237,12 @@ async function terminal(): Promise<TerminalState> {
 
 /** `service-api apikey`: flags, help text and `run`. */
 export const command: CommandDef<ApikeyCommandFlags> = {
-  description: "Create, delete, update or list API keys, and read their audit trail",
+  description: "Create, delete, update, rotate or list API keys, and read their audit trail",
   usage: [
     "service-api apikey --create --name <name> [-r <roles>] [-p <perms>] [-d <text>] [--expires-in <dur> | --expires-at <time>] [--overwrite [--grace <dur>] | --if-not-exists] [--json | --format env] [--output <file> [--force]]",
     "service-api apikey --delete [--name <name> | --id <id> | --expired] [--if-exists] [--json]",
     "service-api apikey --update (--name <name> | --id <id>) [-r <roles>] [-p <perms>] [-d <text>] [--rename <name>] [--expires-in <dur> | --expires-at <time> | --no-expiry] [--json]",
+    "service-api apikey --rotate (--name <name> | --id <id>) [--grace <dur>] [--json | --format env] [--output <file> [--force]]",
     "service-api apikey --list [--filter <expr>] [--json]",
     "service-api apikey --audit [--since <dur|time>] [--limit <n>] [--json]",
     "service-api apikey --export [--output <file> [--force]] [--with-audit]",
@@ -247,12 +252,13 @@ export const command: CommandDef<ApikeyCommandFlags> = {
     { flag: "--create", help: "Create a key" },
     { flag: "--delete", help: "Delete a key (interactive without --name, --id or --expired)" },
     { flag: "--update", help: "Change a key's roles, permissions, description, name or expiry; its secret stays" },
+    { flag: "--rotate", help: "Give a key a new secret; its id and every setting (roles, expiry, ...) stay" },
     { flag: "--list", help: "List keys (never their secrets), with their expiry and last use" },
     { flag: "--audit", help: "Print the audit trail: who created, replaced, updated or deleted which key, oldest first" },
     { flag: "--export", help: "Write every key (ids, names, settings, secret hashes; never a secret) as JSON lines" },
     { flag: "--import <file>", help: "Load keys from an --export file (- reads stdin) into the store; all or nothing" },
     { flag: "--name <name>", help: "Key name: letters, digits and spaces" },
-    { flag: "--id <id>", help: "Key id, instead of --name (delete, update)" },
+    { flag: "--id <id>", help: "Key id, instead of --name (delete, update, rotate)" },
     { flag: "-d, --description <desc>", help: "Free-text description (update: replaces it; \"\" removes it)" },
     { flag: "-r, --roles <roles>", help: "Comma-separated roles: ADMIN, CONNECT, VIEWER, GUEST (update: replaces them)" },
     { flag: "-p, --permissions <perms>", help: "Comma-separated RESOURCE:ACTION pairs, e.g. DOCKER:READ_ANY (update: replaces them)" },
@@ -264,18 +270,18 @@ export const command: CommandDef<ApikeyCommandFlags> = {
     { flag: "--expires-at <time>", help: "create, update: the key stops working at this ISO 8601 time, e.g. 2026-12-31T18:00:00Z" },
     { flag: "--no-expiry", help: "update: the key never expires" },
     { flag: "--overwrite", help: "Replace an existing key of the same name (new id and secret)" },
-    { flag: "--grace <duration>", help: "with --overwrite: the replaced secret keeps working this long (at most 24h)" },
+    { flag: "--grace <duration>", help: "with --overwrite or --rotate: the replaced secret keeps working this long (at most 24h)" },
     { flag: "--if-not-exists", help: "create: exit 0 and create nothing when the name is taken" },
     { flag: "--if-exists", help: "delete: exit 0 when there is nothing to delete" },
     { flag: "--expired", help: "delete: every key whose expiry or grace period has passed (exit 0 when none)" },
     { flag: "--since <dur|time>", help: "audit: events since a duration ago (7d) or an ISO 8601 time" },
     { flag: "--limit <n>", help: "audit: only the latest n events" },
-    { flag: "--output <file>", help: "create: write the secret (or the JSON) to a new file, mode 0600, instead of stdout; export: the file to write" },
+    { flag: "--output <file>", help: "create, rotate: write the secret (or the JSON) to a new file, mode 0600, instead of stdout; export: the file to write" },
     { flag: "--with-audit", help: "export: include the audit trail" },
     { flag: "--dry-run", help: "import: check the file and say what would change, change nothing" },
     { flag: "--on-conflict <mode>", help: "import: a key already there: fail (default, nothing imported), skip, or overwrite" },
     { flag: "--force", help: "with --output: replace an existing file (atomically)" },
-    { flag: "--format <fmt>", help: "create: text (default), json (as --json) or env (SERVICE_API_KEY=... lines)" },
+    { flag: "--format <fmt>", help: "create, rotate: text (default), json (as --json) or env (SERVICE_API_KEY=... lines)" },
     { flag: "--json", help: "Print the result as one JSON object" },
     { flag: "--url <base_url>", help: "Act on a running service instead of a store (env SERVICE_API_URL; key in SERVICE_API_KEY)" },
   ],
@@ -286,6 +292,7 @@ export const command: CommandDef<ApikeyCommandFlags> = {
     "service-api apikey --create --name ci -r VIEWER --overwrite --grace 10m",
     "service-api apikey --update --name ci -p DOCKER:READ_ANY",
     "service-api apikey --update --name ci --label env=prod,team=ops",
+    "service-api apikey --rotate --name ci --grace 10m --output ci.key",
     "service-api apikey --list --filter \"label:env=prod role:admin\"",
     "service-api apikey --delete --name \"deploy key\" --if-exists",
     "service-api apikey --delete --expired --json",
