@@ -19,7 +19,7 @@ type Command = CommandDef<object>;
  * command needs (the service, the HTTP client, the prompts) is imported inside its `run`.
  */
 const COMMANDS: Record<string, () => Promise<Command>> = {
-  apikey: async () => (await import("./lib/cli/commands/apikey.ts")).command,
+  "apikey [...paths]": async () => (await import("./lib/cli/commands/apikey.ts")).command,
   serve: async () => (await import("./lib/cli/commands/serve.ts")).command,
   "completion <shell>": async () => (await import("./lib/cli/commands/completion.ts")).command,
 };
@@ -106,7 +106,8 @@ async function main(argv: string[]): Promise<Output> {
     const entry = cli.command(command.usageName, command.description);
     for (const { flag, help } of command.options) entry.option(flag, help);
     for (const example of command.examples) entry.example(example);
-    entry.action((flags: Record<string, unknown>) => (chosen = { command, flags }));
+    // A command with operands (`apikey [...paths]`) gets them first and its flags last.
+    entry.action((...given: unknown[]) => (chosen = { command, flags: (Array.isArray(given[0]) ? given.at(-1) : given[0]) as Record<string, unknown> }));
   }
 
   const parsed = cli.parse(["node", "service-api", ...argv], { run: false });
@@ -128,7 +129,7 @@ async function main(argv: string[]): Promise<Output> {
   }
   stringFlags(parsed.options, argv, defs);
   if (!chosen) throw new ServiceError("USAGE", "Nothing to do. Run 'service-api --help'.");
-  const io: CommandIO = { env: process.env, log: (line) => process.stderr.write(line + "\n"), debug, write: writeOut };
+  const io: CommandIO = { env: process.env, log: (line) => process.stderr.write(line + "\n"), debug, write: writeOut, argv };
   return await chosen.command.run(chosen.flags, io);
 }
 

@@ -29,6 +29,8 @@ export interface CommandIO {
   store?: CliBackend;
   /** Whether a person can answer prompts; found out from the terminal when absent. */
   interactive?: boolean;
+  /** The command line after the program name, for operands cac does not keep (`-`): see ./operands.ts. */
+  argv?: readonly string[];
 }
 
 /** A command: flags, help text and the function that runs it. */

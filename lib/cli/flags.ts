@@ -41,9 +41,15 @@ export interface ApikeyFlags {
   since?: string;
   /** audit: at most this many events, the latest. */
   limit?: string;
+  /** Scan files, folders and stdin (`-`) for leaked secrets. */
+  scan?: boolean;
+  /** scan: delete every live key found. */
+  revoke?: boolean;
+  /** scan: what to scan, when not given on the command line (library callers). */
+  paths?: string[];
 }
 
-export const MODES = ["create", "delete", "list", "update", "audit"] as const;
+export const MODES = ["create", "delete", "list", "update", "audit", "scan"] as const;
 export type Mode = (typeof MODES)[number];
 
 /**
@@ -56,6 +62,7 @@ const MODE_FLAGS: Record<Mode, readonly string[]> = {
   list: [],
   update: ["name", "id", "description", "roles", "permissions", "rename", "expiresIn", "expiresAt", "noExpiry"],
   audit: ["since", "limit"],
+  scan: ["revoke", "paths"],
 };
 const COMMON = ["json", "store", "url"];
 const kebab = (flag: string) => `--${flag.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
@@ -72,8 +79,8 @@ export function chooseMode(given: ApikeyFlags): Mode {
     throw new ServiceError(
       "USAGE",
       modes.length === 0
-        ? "Choose what to do: --create, --delete, --update, --list or --audit"
-        : `Choose one of --create, --delete, --update, --list and --audit, not ${modes.map((m) => `--${m}`).join(" and ")}`,
+        ? "Choose what to do: --create, --delete, --update, --list, --audit or --scan"
+        : `Choose one of --create, --delete, --update, --list, --audit and --scan, not ${modes.map((m) => `--${m}`).join(" and ")}`,
     );
   }
   const mode = modes[0];

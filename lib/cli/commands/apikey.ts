@@ -30,6 +30,8 @@ import { deliver } from "../output.ts";
 import { checkOutputTarget } from "../secret-file.ts";
 import { withStoreHint } from "../store-hint.ts";
 import { jsonLine } from "../json-text.ts";
+import { operands } from "../operands.ts";
+import { printable } from "../scan-text.ts";
 
 export type { ApikeyFlags, KeyBackend };
 
@@ -74,6 +76,7 @@ export async function runApikey(flags: ApikeyFlags, store: CliBackend, context: 
     return { ...formatList(await store.list(), asJson), readerMayLeave: true };
   }
   if (mode === "audit") return await (await import("../lifecycle.ts")).showAudit(store, values, asJson);
+  if (mode === "scan") return await (await import("../scan-command.ts")).scanWithStore(flags, store);
   if (mode === "create") return await create(flags, values, store, context, asJson);
   if (mode === "update") return await update(flags, values, store, asJson);
 
@@ -179,8 +182,11 @@ async function update(flags: ApikeyFlags, values: LifecycleValues, store: CliBac
 export async function run(flags: ApikeyCommandFlags, io: CommandIO): Promise<Output> {
   const context: ApikeyContext = io.interactive === undefined ? terminal : { interactive: io.interactive };
   if (flags.url && flags.store) throw new ServiceError("USAGE", "Use --url or --store, not both");
-  chooseMode(flags); // bad usage and bad values are reported before any store is opened
+  const mode = chooseMode(flags); // bad usage and bad values are reported before any store is opened
   lifecycleValues(flags, Date.now());
+  const paths = operands(io.argv ?? [], [...command.options, { flag: "--store <spec>", help: "" }]);
+  if (paths.length && mode !== "scan") throw new ServiceError("USAGE", `--${mode} takes no paths (got '${printable(paths[0])}'); only --scan does`);
+  if (mode === "scan") return await (await import("../scan-command.ts")).runScanCommand(flags, io, flags.paths ?? paths);
   const file = flags.output !== undefined ? { path: flags.output, force: Boolean(flags.force) } : undefined;
   const go = async (store: CliBackend) => await deliver(await runApikey(flags, store, context), store, io.write, file);
   if (io.store) return await go(io.store);
@@ -210,13 +216,14 @@ async function terminal(): Promise<TerminalState> {
 
 /** `service-api apikey`: flags, help text and `run`. */
 export const command: CommandDef<ApikeyCommandFlags> = {
-  description: "Create, delete, update or list API keys, and read their audit trail",
+  description: "Create, delete, update or list API keys, read their audit trail, and find leaked ones",
   usage: [
     "service-api apikey --create --name <name> [-r <roles>] [-p <perms>] [-d <text>] [--expires-in <dur> | --expires-at <time>] [--overwrite [--grace <dur>] | --if-not-exists] [--json | --format env] [--output <file> [--force]]",
     "service-api apikey --delete [--name <name> | --id <id> | --expired] [--if-exists] [--json]",
     "service-api apikey --update (--name <name> | --id <id>) [-r <roles>] [-p <perms>] [-d <text>] [--rename <name>] [--expires-in <dur> | --expires-at <time> | --no-expiry] [--json]",
     "service-api apikey --list [--json]",
     "service-api apikey --audit [--since <dur|time>] [--limit <n>] [--json]",
+    "service-api apikey --scan [<path>... | -] [--revoke] [--json]",
   ],
   options: [
     { flag: "--create", help: "Create a key" },
@@ -224,6 +231,8 @@ export const command: CommandDef<ApikeyCommandFlags> = {
     { flag: "--update", help: "Change a key's roles, permissions, description, name or expiry; its secret stays" },
     { flag: "--list", help: "List keys (never their secrets), with their expiry and last use" },
     { flag: "--audit", help: "Print the audit trail: who created, replaced, updated or deleted which key, oldest first" },
+    { flag: "--scan", help: "Find leaked secrets in files, folders (default .) or stdin (-); exit 1 if one is live" },
+    { flag: "--revoke", help: "scan: delete every live key found (the audit trail says where)" },
     { flag: "--name <name>", help: "Key name: letters, digits and spaces" },
     { flag: "--id <id>", help: "Key id, instead of --name (delete, update)" },
     { flag: "-d, --description <desc>", help: "Free-text description (update: replaces it; \"\" removes it)" },
@@ -255,6 +264,7 @@ export const command: CommandDef<ApikeyCommandFlags> = {
     "service-api apikey --delete --name \"deploy key\" --if-exists",
     "service-api apikey --delete --expired --json",
     "service-api apikey --audit --since 7d",
+    "git log -p | service-api apikey --scan -",
   ],
   run,
 };
