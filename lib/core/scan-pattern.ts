@@ -77,7 +77,7 @@ export function tokenAt(bytes: Uint8Array, at: number, end: number): TokenAt | n
     if (!isGap(b) || chars.length === 0) return null;
     let j = i;
     let newline = false;
-    while (j < end && j - i < GAP_BYTES && isGap(bytes[j])) newline ||= bytes[j++] === 10;
+    for (; j < end && j - i < GAP_BYTES && isGap(bytes[j]); j++) if (bytes[j] === 10) newline = true;
     if (!newline || ++breaks > MAX_BREAKS || j >= end || !isAlnum(bytes[j])) return null;
     i = j;
   }
