@@ -7,7 +7,36 @@
 import type { Output } from "./format-results.ts";
 import { jsonLine } from "./json-text.ts";
 import { printable } from "./scan-text.ts";
-import type { Finding, ScanResult } from "./scan.ts";
+import type { Skipped } from "./scan-walk.ts";
+
+export type Status = "live" | "expired" | "unknown";
+
+export interface Finding {
+  path: string;
+  rawPath: string;
+  line?: number;
+  column?: number;
+  /** The secret masked: `sapi_Gj…1Ga`. */
+  token: string;
+  /** Read across line breaks or invisible characters. */
+  split: boolean;
+  status: Status;
+  id?: string;
+  name?: string;
+  revoked?: boolean;
+}
+
+export interface ScanResult {
+  findings: Finding[];
+  /** Findings left out of `findings` past MAX_FINDINGS (still counted, and their keys still revoked). */
+  omitted: number;
+  counts: Record<Status, number>;
+  files: number;
+  bytes: number;
+  skipped: Skipped;
+  revoked: number;
+}
+
 
 /** Where a finding is, as the report and the audit trail write it: `path:line:column`. */
 export const whereOf = (f: Finding): string => `${f.path}:${f.line ?? "?"}:${f.column ?? "?"}`;

@@ -10,43 +10,17 @@ import { maskToken } from "../core/scan-pattern.ts";
 import { createLru } from "../core/_lru.ts";
 import type { Output } from "./format-results.ts";
 import { locateAgain, type Reader, scanSource, type Found } from "./scan-source.ts";
-import { type Input, noneSkipped, type Skipped, walk } from "./scan-walk.ts";
+import { type Input, noneSkipped, walk } from "./scan-walk.ts";
 import { displayPath } from "./scan-text.ts";
-import { formatScan, whereOf } from "./scan-report.ts";
+import { type Finding, formatScan, type ScanResult, whereOf } from "./scan-report.ts";
+
+export type { Finding, ScanResult, Status } from "./scan-report.ts";
 
 /** What a scan needs of a store: look a secret up (by its hash), and delete a key with a reason for the audit trail. */
 export interface ScanStore {
   verify(secret: string): Promise<{ id: string; name: string } | null>;
   refusal(secret: string): Promise<"expired" | "unknown">;
   deleteById(id: string, options?: { reason?: string }): Promise<{ id: string } | null>;
-}
-
-export type Status = "live" | "expired" | "unknown";
-
-export interface Finding {
-  path: string;
-  rawPath: string;
-  line?: number;
-  column?: number;
-  /** The secret masked: `sapi_Gj…1Ga`. */
-  token: string;
-  /** Read across line breaks or invisible characters. */
-  split: boolean;
-  status: Status;
-  id?: string;
-  name?: string;
-  revoked?: boolean;
-}
-
-export interface ScanResult {
-  findings: Finding[];
-  /** Findings left out of `findings` past MAX_FINDINGS (still counted, and their keys still revoked). */
-  omitted: number;
-  counts: Record<Status, number>;
-  files: number;
-  bytes: number;
-  skipped: Skipped;
-  revoked: number;
 }
 
 /** Findings reported one by one; past this they are counted, so a file of a million secrets keeps memory small. */
