@@ -35,6 +35,7 @@ const LAZY = {
   "lib/client/remote.ts": "remote",
   "lib/cli/prompts.ts": "prompts",
   "lib/cli/completion-script.ts": "completion",
+  "lib/cli/scan-command.ts": "scan",
   "lib/store/drivers/redis.ts": "redis",
   "consola/basic": "consola-basic",
 };

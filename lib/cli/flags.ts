@@ -60,9 +60,15 @@ export interface ApikeyFlags {
   unlabel?: string;
   /** list: only the keys matching this filter (lib/core/filter.ts). */
   filter?: string;
+  /** Scan files, folders and stdin (`-`) for leaked secrets. */
+  scan?: boolean;
+  /** scan: delete every live key found. */
+  revoke?: boolean;
+  /** scan: what to scan, when not given on the command line (library callers). */
+  paths?: string[];
 }
 
-export const MODES = ["create", "delete", "list", "update", "audit", "export", "import", "rotate"] as const;
+export const MODES = ["create", "delete", "update", "rotate", "list", "audit", "export", "import", "scan"] as const;
 export type Mode = (typeof MODES)[number];
 
 /**
@@ -78,6 +84,7 @@ const MODE_FLAGS: Record<Mode, readonly string[]> = {
   export: ["output", "force", "withAudit"],
   import: ["dryRun", "onConflict"],
   rotate: ["name", "id", "grace", "output", "force", "format"],
+  scan: ["revoke", "paths"],
 };
 const COMMON = ["json", "store", "url"];
 const kebab = (flag: string) => `--${flag.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
@@ -94,8 +101,8 @@ export function chooseMode(given: ApikeyFlags): Mode {
     throw new ServiceError(
       "USAGE",
       modes.length === 0
-        ? "Choose what to do: --create, --delete, --update, --list, --audit, --export, --import or --rotate"
-        : `Choose one of --create, --delete, --update, --list, --audit, --export, --import and --rotate, not ${modes.map((m) => `--${m}`).join(" and ")}`,
+        ? `Choose what to do: ${MODES.slice(0, -1).map((m) => `--${m}`).join(", ")} or --${MODES.at(-1)}`
+        : `Choose one of ${MODES.map((m) => `--${m}`).join(", ")}; not ${modes.map((m) => `--${m}`).join(" and ")}`,
     );
   }
   const mode = modes[0];

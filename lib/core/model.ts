@@ -106,6 +106,8 @@ export interface AuditEvent {
   changed?: string[];
   /** overwrite: the id of the key it replaced. */
   replaced?: string;
+  /** Why the change was made, when its maker said (`apikey --scan --revoke`: where the secret was found). */
+  reason?: string;
 }
 
 /** The result of creating a key: the only place the secret ever appears. */

@@ -125,7 +125,8 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
     bumpRevision: () => (atomic.bump ? atomic.bump(REVISION) : storage.setItem(REVISION, crypto.randomUUID())),
     readRevision: atomic.version ? () => atomic.version!(REVISION) : async () => String((await storage.getItem(REVISION)) ?? ""),
     audit: (action, key, change, extra) =>
-      auditLog.append({ at: iso(now()), action, id: key.id, name: key.name, actor: change.actor ?? options.actor ?? localActor(), ...extra }),
+      auditLog.append({ at: iso(now()), action, id: key.id, name: key.name, actor: change.actor ?? options.actor ?? localActor(), ...extra,
+        ...(change.reason ? { reason: change.reason.slice(0, 500) } : {}) }),
   };
   const { bumpRevision, readRevision, audit } = ctx;
   const removals = createRemovals(ctx);

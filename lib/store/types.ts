@@ -33,6 +33,8 @@ export interface KeyStoreOptions {
 export interface ChangeOptions {
   /** Who makes this change, for the audit trail (default: the store's actor). */
   actor?: Actor;
+  /** Why, for the audit trail (a scan's revocation says where the secret was found); at most 500 characters kept. */
+  reason?: string;
 }
 
 /** A key as `verify` vouches for it: its public fields and the token of this verification. */

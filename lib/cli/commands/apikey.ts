@@ -33,6 +33,8 @@ import { createKey } from "../create-key.ts";
 import { withStoreHint } from "../store-hint.ts";
 import { jsonLine } from "../json-text.ts";
 import { noteDropped, rotateKey } from "../rotate.ts";
+import { operands } from "../operands.ts";
+import { printable } from "../scan-text.ts";
 
 export type { ApikeyFlags, KeyBackend };
 
@@ -87,6 +89,7 @@ export async function runApikey(flags: ApikeyFlags, store: CliBackend, context: 
     const { importKeys } = await import("../transfer.ts");
     return await importKeys(flags, store as Partial<KeyStore>, asJson);
   }
+  if (mode === "scan") return await (await import("../scan-command.ts")).scanWithStore(flags, store);
   if (mode === "create") return await create(flags, values, store, context, asJson);
   if (mode === "update") return await update(flags, values, store, asJson);
   if (mode === "rotate") return await rotateKey(flags, values, store, asJson);
@@ -200,8 +203,11 @@ async function update(flags: ApikeyFlags, values: LifecycleValues, store: CliBac
 export async function run(flags: ApikeyCommandFlags, io: CommandIO): Promise<Output> {
   const context: ApikeyContext = io.interactive === undefined ? terminal : { interactive: io.interactive };
   if (flags.url && flags.store) throw new ServiceError("USAGE", "Use --url or --store, not both");
-  chooseMode(flags); // bad usage and bad values are reported before any store is opened
+  const mode = chooseMode(flags); // bad usage and bad values are reported before any store is opened
   lifecycleValues(flags, Date.now());
+  const paths = operands(io.argv ?? [], [...command.options, { flag: "--store <spec>", help: "" }]);
+  if (paths.length && mode !== "scan") throw new ServiceError("USAGE", `--${mode} takes no paths (got '${printable(paths[0])}'); only --scan does`);
+  if (mode === "scan") return await (await import("../scan-command.ts")).runScanCommand(flags, io, flags.paths ?? paths);
   const file = flags.output !== undefined ? { path: flags.output, force: Boolean(flags.force) } : undefined;
   const go = async (store: CliBackend, where?: string) => await deliver(await runApikey(flags, store, context, where), store, io.write, file);
   if (io.store) return await go(io.store);
@@ -237,7 +243,7 @@ async function terminal(): Promise<TerminalState> {
 
 /** `service-api apikey`: flags, help text and `run`. */
 export const command: CommandDef<ApikeyCommandFlags> = {
-  description: "Create, delete, update, rotate or list API keys, and read their audit trail",
+  description: "Create, delete, update, rotate or list API keys, read their audit trail, move them between stores, and find leaked ones",
   usage: [
     "service-api apikey --create --name <name> [-r <roles>] [-p <perms>] [-d <text>] [--expires-in <dur> | --expires-at <time>] [--overwrite [--grace <dur>] | --if-not-exists] [--json | --format env] [--output <file> [--force]]",
     "service-api apikey --delete [--name <name> | --id <id> | --expired] [--if-exists] [--json]",
@@ -247,6 +253,7 @@ export const command: CommandDef<ApikeyCommandFlags> = {
     "service-api apikey --audit [--since <dur|time>] [--limit <n>] [--json]",
     "service-api apikey --export [--output <file> [--force]] [--with-audit]",
     "service-api apikey --import <file|-> [--dry-run] [--on-conflict fail|skip|overwrite] [--json]",
+    "service-api apikey --scan [<path>... | -] [--revoke] [--json]",
   ],
   options: [
     { flag: "--create", help: "Create a key" },
@@ -257,6 +264,8 @@ export const command: CommandDef<ApikeyCommandFlags> = {
     { flag: "--audit", help: "Print the audit trail: who created, replaced, updated or deleted which key, oldest first" },
     { flag: "--export", help: "Write every key (ids, names, settings, secret hashes; never a secret) as JSON lines" },
     { flag: "--import <file>", help: "Load keys from an --export file (- reads stdin) into the store; all or nothing" },
+    { flag: "--scan", help: "Find leaked secrets in files, folders (default .) or stdin (-); exit 1 if one is live" },
+    { flag: "--revoke", help: "scan: delete every live key found (the audit trail says where)" },
     { flag: "--name <name>", help: "Key name: letters, digits and spaces" },
     { flag: "--id <id>", help: "Key id, instead of --name (delete, update, rotate)" },
     { flag: "-d, --description <desc>", help: "Free-text description (update: replaces it; \"\" removes it)" },
@@ -299,6 +308,7 @@ export const command: CommandDef<ApikeyCommandFlags> = {
     "service-api apikey --audit --since 7d",
     "service-api apikey --export --output keys.jsonl",
     "service-api apikey --import keys.jsonl --store redis://127.0.0.1:6379/0",
+    "git log -p | service-api apikey --scan -",
   ],
   run,
 };
