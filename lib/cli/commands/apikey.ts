@@ -81,7 +81,11 @@ export async function runApikey(flags: ApikeyFlags, store: CliBackend, context: 
     const { parseFilter } = await import("../../core/filter.ts");
     const matches = parseFilter(String(flags.filter));
     const now = Date.now();
-    return { ...formatList(keys.filter((key) => matches(key, now)), asJson, undefined, where), readerMayLeave: true };
+    const found = keys.filter((key) => matches(key, now));
+    if (found.length === 0 && keys.length > 0 && !asJson) {
+      return { notice: `No API key matches the filter (${keys.length} key${keys.length === 1 ? "" : "s"} stored${where ? ` in ${where}` : ""})`, exitCode: 0 };
+    }
+    return { ...formatList(found, asJson, undefined, where), readerMayLeave: true };
   }
   if (mode === "audit") return await (await import("../lifecycle.ts")).showAudit(store, values, asJson);
   if (mode === "export") return await (await import("../transfer.ts")).exportKeys(flags, store as Partial<KeyStore>, asJson);
