@@ -86,8 +86,11 @@ export interface KeyPatch {
 /** Who made a change: a person at this host (the CLI, the library) or the key that called the service. */
 export type Actor = { kind: "local"; user: string; host: string } | { kind: "key"; id: string; name: string };
 
-/** What an audit event records. `prune` is the removal of an expired key by `--delete --expired`. */
-export const AUDIT_ACTIONS = ["create", "overwrite", "update", "delete", "prune", "import"] as const;
+/**
+ * What an audit event records. `prune` is the removal of an expired key by `--delete --expired`; `reuse`
+ * is not a change: a retired secret (its key deleted or replaced) was presented to the service again.
+ */
+export const AUDIT_ACTIONS = ["create", "overwrite", "update", "delete", "prune", "import", "reuse"] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
 /** One change to the store, as the audit trail keeps it: never a secret nor a hash. */

@@ -11,6 +11,8 @@
  *   grace:<sha256(name)> the id of the key that name had before an overwrite with a grace period:
  *                        accepted until its record's `graceUntil` (one per name; a second overwrite
  *                        with grace ends the first one's period)
+ *   retired:<sha256>     { id, name, retiredAt } of a secret that works no more (`_retired.ts`): written
+ *                        by `discard`, which every removal ends in; never read by `verify`
  *   meta:revision        changes whenever a key is deleted, replaced or updated
  *
  * The audit trail is kept beside it (`AuditLog`): each change appends its event before the change's
@@ -76,6 +78,7 @@ import { iso, type StoreContext } from "./_context.ts";
 import { createRemovals } from "./_remove.ts";
 import { createCreate } from "./_create.ts";
 import { createTransfer } from "./_transfer.ts";
+import { createRetired, createReuseGate, DEFAULT_RETIRED_RETENTION_MS } from "./_retired.ts";
 
 export { type AtomicIndex, createLocalAtomicIndex } from "./atomic.ts";
 import { createLocalAtomicIndex } from "./atomic.ts";
@@ -110,7 +113,8 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
   const debug = options.debug ?? (() => {});
   const auditLog = options.audit ?? createMemoryAuditLog();
   const now = options.now ?? Date.now;
-  const entries = createEntries(storage, debug);
+  const retired = createRetired(storage, { retentionMs: options.retiredRetentionMs ?? DEFAULT_RETIRED_RETENTION_MS, now, iso });
+  const entries = createEntries(storage, debug, retired.retire);
   const { nameKey, readRecord, readId, live, discard } = entries;
 
   const ctx: StoreContext = {
@@ -125,7 +129,7 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
       auditLog.append({ at: iso(now()), action, id: key.id, name: key.name, actor: change.actor ?? options.actor ?? localActor(), ...extra }),
   };
   const { bumpRevision, readRevision, audit } = ctx;
-  const removals = createRemovals(ctx);
+  const removals = createRemovals(ctx, retired.prune);
   const create = createCreate(ctx, removals.removeById);
   const transfer = createTransfer(ctx, removals.removeById, removals.graced);
 
@@ -144,6 +148,7 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
     }
   };
 
+  const reuses = createReuseGate({ now });
   const { verify, refusal } = createVerifier({
     entries,
     readRevision,
@@ -153,6 +158,12 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
     onError: (error) => {
       throw storeError("verify a key", error);
     },
+    findRetired: retired.find,
+    // The retired key itself is the actor. The event is best effort: the client gets its 401 either way.
+    onRetired: (key) =>
+      reuses.due(key.id)
+        ? audit("reuse", key, { actor: { kind: "key", ...key } }).catch((error) => debug(`store: the reuse of key ${key.id} was not audited (${error instanceof Error ? error.message : String(error)})`))
+        : Promise.resolve(),
   });
 
 
