@@ -138,11 +138,6 @@ export function createMetrics(options: MetricsOptions): ServiceMetrics {
     registers: [registry],
   });
   for (const reason of ["missing", "malformed", "unknown", "expired"]) authFailures.inc({ reason }, 0);
-  const retiredUses = new client.Counter({
-    name: "service_api_retired_key_uses_total",
-    help: "Requests refused for a secret the store retired (its key deleted or replaced): the usual sign of a leak or of a missed rotation.",
-    registers: [registry],
-  });
   const storeErrors = new client.Counter({
     name: "service_api_store_errors_total",
     help: "Requests answered 503 because the key store failed.",
@@ -163,6 +158,11 @@ export function createMetrics(options: MetricsOptions): ServiceMetrics {
       ).finally(() => ((counted = performance.now()), (counting = undefined)));
       await counting;
     },
+  });
+  const retiredUses = new client.Counter({
+    name: "service_api_retired_key_uses_total",
+    help: "Requests refused for a secret the store retired (its key deleted or replaced): the usual sign of a leak or of a missed rotation.",
+    registers: [registry],
   });
   const tally = createTally(BUCKETS);
 
