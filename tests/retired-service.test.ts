@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli, tempDir } from "./helpers/cli.ts";
 import { type RedisServer, startRedis } from "./helpers/redis.ts";
 import { gql, startServer } from "./helpers/server.ts";
+import { createServiceLog } from "../lib/http/service-log.ts";
 
 const ME = "{ me { id name } }";
 const WARNING = /retired API key presented again: key=(\S+) name=("[^"]*") from=("[^"]*")/g;
@@ -130,5 +131,35 @@ describe("--retired-retention", () => {
     const list = await runCli(["apikey", "--list", "--retired-retention", "7d", "--store", store]);
     expect(list.code).toBe(2);
     expect(list.stderr).toContain("--list does not take --retired-retention");
+  });
+});
+
+describe("the warning line", () => {
+  const written = (env: Record<string, string>) => {
+    let text = "";
+    const log = createServiceLog({ env, write: (t) => (text += t) });
+    const id = crypto.randomUUID();
+    // A name cannot hold a quote or a newline, but the line must not trust that.
+    log.retiredKeyUsed!({ id, name: 'a" from="forged\nwarn: x', address: "::1" });
+    log.retiredKeyUsed!({ id, name: "b" });
+    log.flush();
+    return { id, lines: text.trimEnd().split("\n") };
+  };
+
+  it("is one text line per use whatever the name holds, and says when the address is unknown", () => {
+    const { id, lines } = written({ LOG_LEVEL: "info" });
+    expect(lines).toEqual([
+      `warn: retired API key presented again: key=${id} name="a\\" from=\\"forged\\nwarn: x" from="::1"`,
+      `warn: retired API key presented again: key=${id} name="b" from="unknown"`,
+    ]);
+  });
+
+  it("is a JSON object with the key's id and name and the address under LOG_FORMAT=json, and kept at LOG_LEVEL=warn", () => {
+    const { id, lines } = written({ LOG_LEVEL: "warn", LOG_FORMAT: "json" });
+    expect(lines.map((l) => JSON.parse(l))).toMatchObject([
+      { level: "warn", keyId: id, keyName: 'a" from="forged\nwarn: x', address: "::1" },
+      { level: "warn", keyId: id, keyName: "b", address: "unknown" },
+    ]);
+    expect(written({ LOG_LEVEL: "error" }).lines).toEqual([""]);
   });
 });
