@@ -37,7 +37,18 @@ export function createEntries(storage: Storage, debug: (message: string) => void
   const inGrace = async (record: StoredKey | null): Promise<boolean> =>
     !!record?.graceUntil && (await readId(graceKey(record.name))) === record.id;
 
+  /**
+   * Records that a key's secret (by its hash) works no more, for `refusal` to name the key when it comes
+   * back (`_retired.ts`). `discard` calls it; a change that drops a secret without discarding its record
+   * (a new secret for the same key) calls it itself. Best effort: never fails the change.
+   */
+  const retireSecret = (key: { id: string; name: string; hash: string }): Promise<void> =>
+    retire(key).catch((error) =>
+      debug(`store: the secret of key ${key.id} was not retired (${error instanceof Error ? error.message : String(error)})`)
+    );
+
   return {
+    retire: retireSecret,
     nameKey,
     graceKey,
     checked,
@@ -62,11 +73,7 @@ export function createEntries(storage: Storage, debug: (message: string) => void
      */
     discard: async (record: Pick<StoredKey, "id" | "hash"> & { name?: string } | null, issued = true) => {
       if (!record) return;
-      if (issued && record.name !== undefined && record.hash) {
-        await retire({ id: record.id, name: record.name, hash: record.hash }).catch((error) =>
-          debug(`store: the secret of key ${record.id} was not retired (${error instanceof Error ? error.message : String(error)})`)
-        );
-      }
+      if (issued && record.name !== undefined && record.hash) await retireSecret({ id: record.id, name: record.name, hash: record.hash });
       if (record.name !== undefined && (await readId(graceKey(record.name))) === record.id) await storage.removeItem(graceKey(record.name));
       if (record.hash && (await readId(`secrets:${record.hash}`)) === record.id) await storage.removeItem(`secrets:${record.hash}`);
       await storage.removeItem(`keys:${record.id}`);
