@@ -9,6 +9,7 @@ import { runCli, tempDir } from "./helpers/cli.ts";
 import { type RedisServer, startRedis } from "./helpers/redis.ts";
 import { gql, startServer } from "./helpers/server.ts";
 import { createServiceLog } from "../lib/http/service-log.ts";
+import { createReuseGate } from "../lib/store/_retired.ts";
 
 const ME = "{ me { id name } }";
 const WARNING = /retired API key presented again: key=(\S+) name=("[^"]*") from=("[^"]*")/g;
@@ -161,5 +162,21 @@ describe("the warning line", () => {
       { level: "warn", keyId: id, keyName: "b", address: "unknown" },
     ]);
     expect(written({ LOG_LEVEL: "error" }).lines).toEqual([""]);
+  });
+});
+
+describe("the reuse audit gate", () => {
+  it("lets one reuse per key per minute through, and remembers a bounded number of keys", () => {
+    let now = 0;
+    const gate = createReuseGate({ now: () => now, capacity: 3 });
+    expect(["a", "a", "b", "a"].map((id) => gate.due(id))).toEqual([true, false, true, false]);
+    now = 59_999;
+    expect(gate.due("a")).toBe(false);
+    now = 60_000;
+    expect(gate.due("a")).toBe(true);
+    // Past 3 keys the least recently seen (b) is forgotten, so its next reuse is written again; d is still known.
+    expect(["c", "d", "b", "d"].map((id) => gate.due(id))).toEqual([true, true, true, false]);
+    now = -1; // a clock set back never silences a key for good
+    expect(gate.due("d")).toBe(true);
   });
 });

@@ -94,3 +94,17 @@ export function createReuseGate(options: { now: () => number; everyMs?: number; 
     },
   };
 }
+
+/**
+ * The audit event `reuse` of a refused retired secret (the key itself its actor, as `append` writes it),
+ * through `createReuseGate`. Best effort: the client gets its 401 whether or not the event was written.
+ */
+export function createReuseAudit(options: { now: () => number; debug: (message: string) => void; append: (key: RetiredKey) => Promise<void> }) {
+  const gate = createReuseGate({ now: options.now });
+  return async (key: RetiredKey): Promise<void> => {
+    if (!gate.due(key.id)) return;
+    await options.append(key).catch((error) =>
+      options.debug(`store: the reuse of key ${key.id} was not audited (${error instanceof Error ? error.message : String(error)})`)
+    );
+  };
+}

@@ -78,7 +78,7 @@ import { iso, type StoreContext } from "./_context.ts";
 import { createRemovals } from "./_remove.ts";
 import { createCreate } from "./_create.ts";
 import { createTransfer } from "./_transfer.ts";
-import { createRetired, createReuseGate, DEFAULT_RETIRED_RETENTION_MS } from "./_retired.ts";
+import { createRetired, createReuseAudit, DEFAULT_RETIRED_RETENTION_MS } from "./_retired.ts";
 
 export { type AtomicIndex, createLocalAtomicIndex } from "./atomic.ts";
 import { createLocalAtomicIndex } from "./atomic.ts";
@@ -148,7 +148,6 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
     }
   };
 
-  const reuses = createReuseGate({ now });
   const { verify, refusal } = createVerifier({
     entries,
     readRevision,
@@ -159,11 +158,7 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
       throw storeError("verify a key", error);
     },
     findRetired: retired.find,
-    // The retired key itself is the actor. The event is best effort: the client gets its 401 either way.
-    onRetired: (key) =>
-      reuses.due(key.id)
-        ? audit("reuse", key, { actor: { kind: "key", ...key } }).catch((error) => debug(`store: the reuse of key ${key.id} was not audited (${error instanceof Error ? error.message : String(error)})`))
-        : Promise.resolve(),
+    onRetired: createReuseAudit({ now, debug, append: (key) => audit("reuse", key, { actor: { kind: "key", ...key } }) }),
   });
 
 
