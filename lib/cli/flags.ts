@@ -39,6 +39,8 @@ export interface ApikeyFlags {
   grace?: string;
   /** delete: every key whose expiry or grace period has passed. */
   expired?: boolean;
+  /** delete: how long retired secrets are kept (a duration); --expired prunes the older ones. */
+  retiredRetention?: string;
   audit?: boolean;
   /** audit: a duration back from now or an instant. */
   since?: string;
@@ -77,7 +79,7 @@ export type Mode = (typeof MODES)[number];
  */
 const MODE_FLAGS: Record<Mode, readonly string[]> = {
   create: ["name", "description", "roles", "permissions", "overwrite", "ifNotExists", "output", "force", "format", "expiresIn", "expiresAt", "grace", "label"],
-  delete: ["name", "id", "ifExists", "expired"],
+  delete: ["name", "id", "ifExists", "expired", "retiredRetention"],
   list: ["filter"],
   update: ["name", "id", "description", "roles", "permissions", "rename", "expiresIn", "expiresAt", "noExpiry", "label", "unlabel"],
   audit: ["since", "limit"],

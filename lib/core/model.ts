@@ -88,9 +88,10 @@ export type Actor = { kind: "local"; user: string; host: string } | { kind: "key
 
 /**
  * What an audit event records. `prune` is the removal of an expired key by `--delete --expired`; `rotate`
- * is a new secret for a key that keeps its id and settings.
+ * is a new secret for a key that keeps its id and settings; `reuse` is not a change: a retired secret (its
+ * key deleted or replaced) was presented to the service again.
  */
-export const AUDIT_ACTIONS = ["create", "overwrite", "update", "delete", "prune", "import", "rotate"] as const;
+export const AUDIT_ACTIONS = ["create", "overwrite", "update", "delete", "prune", "import", "rotate", "reuse"] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
 /** One change to the store, as the audit trail keeps it: never a secret nor a hash. */

@@ -72,7 +72,7 @@ type AuditActor {
 type AuditEvent {
   "When the change was made (ISO 8601, UTC)."
   at: String!
-  "create, overwrite, update, delete, prune (the removal of an expired key by deleteExpired), import or rotate (a new secret for the key)."
+  "create, overwrite, update, delete, prune (the removal of an expired key by deleteExpired), import, rotate (a new secret for the key), or reuse (not a change: a retired secret of this key, deleted or replaced, was presented again; its actor is the key; at most one per key per minute per server)."
   action: String!
   "The key changed (for an overwrite, the new key)."
   id: PrefixedID!

@@ -140,6 +140,12 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
     observer?.authFailed(reason);
     return unauthenticated(message);
   };
+  /** The 401 for a well-formed secret `verify` refused; a retired one is told to the observer too. */
+  const refused = (request: ServiceRequest, secret: string) =>
+    store.refusal(secret).then(({ reason, retired }) => {
+      if (retired) observer?.retiredKeyUsed?.({ ...retired, address: request.remoteAddress });
+      return refuse(reason, KEY_REFUSED[reason]);
+    });
 
   const schema = createSchema();
   const graphql = createGraphQLHttpHandler<RequestState, undefined, GraphQLContext>({
@@ -221,7 +227,7 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
   ): MaybePromise<ServiceResponse> => {
     if (!key) {
       // Only now, for the message: a refused key costs a second read, and never a write.
-      return store.refusal(secret).then((why) => refuse(why, KEY_REFUSED[why]));
+      return refused(request, secret);
     }
     lastUse?.seen(key.id); // remembered answers included: the key authenticated this request
     trace.key = key;
@@ -234,7 +240,7 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
       if (body === null) return tooLarge(limit);
       const again = verifyNow(secret);
       const go = (key: VerifiedKey | null) => {
-        if (!key) return store.refusal(secret).then((why) => refuse(why, KEY_REFUSED[why]));
+        if (!key) return refused(request, secret);
         trace.key = key;
         return answer(request, key, body, mediaType, trace);
       };

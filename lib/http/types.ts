@@ -60,9 +60,19 @@ export interface RequestEvent {
  */
 export type AuthFailure = "missing" | "malformed" | "unknown" | "expired";
 
+/** A secret the store retired (its key deleted or replaced), presented again: never the secret itself. */
+export interface RetiredKeyUse {
+  id: string;
+  name: string;
+  /** The client's address, when the adapter knows it. */
+  address?: string;
+}
+
 export interface ServiceObserver {
   request(event: RequestEvent): void;
   authFailed(reason: AuthFailure): void;
+  /** A request was refused for a retired secret (also counted in `authFailed`, as unknown or expired). */
+  retiredKeyUsed?(use: RetiredKeyUse): void;
   /** The store failed (the request got 503). */
   storeError(): void;
 }

@@ -57,7 +57,7 @@ export function createRotate(ctx: StoreContext, removeById: RemoveById) {
   /** A rotation that failed before its commit point: the old secret back on the key, no twin. */
   const undo = async (old: StoredKey, twin: StoredKey | undefined) => {
     await storage.setItem(`secrets:${old.hash}`, old.id);
-    if (twin) await entries.discard(twin);
+    if (twin) await entries.discard(twin, false); // its secret is the key's own again: nothing retired
   };
 
   return (id: string, { graceMs, actor }: RotateOptions = {}): Promise<CreatedKey> => {
@@ -91,7 +91,10 @@ export function createRotate(ctx: StoreContext, removeById: RemoveById) {
         throw error;
       }
       await bumpRevision();
-      if (!twin && (await readId(`secrets:${old.hash}`)) === id) await storage.removeItem(`secrets:${old.hash}`);
+      if (!twin && (await readId(`secrets:${old.hash}`)) === id) {
+        await entries.retire(old); // a secret that comes back after a rotation is a sign of a leak
+        await storage.removeItem(`secrets:${old.hash}`);
+      }
       debug(`rotate: key ${id} has a new secret${twin ? `; the old one works until ${twin.graceUntil} as ${twin.id}` : ""}`);
       return { ...publicView(next), key: secret };
     });

@@ -12,6 +12,8 @@
  *                        of a twin of the key, holding its old secret, after a rotation with one):
  *                        accepted until its record's `graceUntil` (one per name; a second overwrite
  *                        or rotation with grace ends the first one's period)
+ *   retired:<sha256>     { id, name, retiredAt } of a secret that works no more (`_retired.ts`): written
+ *                        by `discard`, which every removal ends in; never read by `verify`
  *   meta:revision        changes whenever a key is deleted, replaced or updated
  *
  * The audit trail is kept beside it (`AuditLog`): each change appends its event before the change's
@@ -78,6 +80,7 @@ import { createRemovals } from "./_remove.ts";
 import { createCreate } from "./_create.ts";
 import { createRotate } from "./_rotate.ts";
 import { createTransfer } from "./_transfer.ts";
+import { createRetired, createReuseAudit, DEFAULT_RETIRED_RETENTION_MS } from "./_retired.ts";
 
 export { type AtomicIndex, createLocalAtomicIndex } from "./atomic.ts";
 import { createLocalAtomicIndex } from "./atomic.ts";
@@ -113,7 +116,8 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
   const debug = options.debug ?? (() => {});
   const auditLog = options.audit ?? createMemoryAuditLog();
   const now = options.now ?? Date.now;
-  const entries = createEntries(storage, debug);
+  const retired = createRetired(storage, { retentionMs: options.retiredRetentionMs ?? DEFAULT_RETIRED_RETENTION_MS, now, iso });
+  const entries = createEntries(storage, debug, retired.retire);
   const { nameKey, readRecord, readId, live, discard } = entries;
 
   const ctx: StoreContext = {
@@ -129,7 +133,7 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
         ...(change.reason ? { reason: change.reason.slice(0, 500) } : {}) }),
   };
   const { bumpRevision, readRevision, audit } = ctx;
-  const removals = createRemovals(ctx);
+  const removals = createRemovals(ctx, retired.prune);
   const create = createCreate(ctx, removals.removeById);
   const rotate = createRotate(ctx, removals.removeById);
   const transfer = createTransfer(ctx, removals.removeById, removals.graced);
@@ -158,6 +162,8 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
     onError: (error) => {
       throw storeError("verify a key", error);
     },
+    findRetired: retired.find,
+    onRetired: createReuseAudit({ now, debug, append: (key) => audit("reuse", key, { actor: { kind: "key", ...key } }) }),
   });
 
 

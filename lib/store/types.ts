@@ -27,6 +27,13 @@ export interface KeyStoreOptions {
   actor?: Actor;
   /** The clock, in ms since the epoch (default `Date.now`): expiry and grace are decided by it. */
   now?: () => number;
+  /**
+   * How long the hash of a secret that works no more (its key deleted, pruned or replaced) is kept with
+   * its key's id and name, so that `refusal` can name the key when it is presented again (default 30
+   * days). Entries this store writes get it as their Redis TTL; past it, reads ignore an entry and
+   * `deleteExpired` removes it.
+   */
+  retiredRetentionMs?: number;
 }
 
 /** Options every change takes. */
@@ -80,8 +87,15 @@ export interface ImportReport {
   replaced: ImportedKey[];
 }
 
-/** Why `verify` refused a secret, for the message of a 401. */
-export type Refusal = "expired" | "unknown";
+/**
+ * Why `verify` refused a secret: `reason` for the message of a 401, and `retired` when the secret is one
+ * this store issued and retired (its key deleted, pruned, or replaced and past any grace period).
+ */
+export interface Refusal {
+  reason: "expired" | "unknown";
+  /** The key the secret belonged to: its reuse is the usual sign of a leak or of a missed rotation. */
+  retired?: { id: string; name: string };
+}
 
 export interface KeyStore {
   /** Creates a key and returns it with its secret, the only time the secret is available. */
@@ -93,7 +107,10 @@ export interface KeyStore {
   deleteByName(name: string, options?: ChangeOptions): Promise<ApiKeyInfo | null>;
   /** Deletes the key with this id (a live one, or one in its grace period); returns it, or null when there is none. */
   deleteById(id: string, options?: ChangeOptions): Promise<ApiKeyInfo | null>;
-  /** Deletes every key whose expiry or grace period has passed; returns them, oldest first. */
+  /**
+   * Deletes every key whose expiry or grace period has passed; returns them, oldest first. Also removes
+   * the retired secrets' entries older than `retiredRetentionMs`.
+   */
   deleteExpired(options?: ChangeOptions): Promise<ApiKeyInfo[]>;
   /** Replaces fields of a key (a rename keeps names unique); returns the updated key. */
   update(id: string, patch: KeyPatch, options?: ChangeOptions): Promise<ApiKeyInfo>;
@@ -125,8 +142,10 @@ export interface KeyStore {
    */
   verify(secret: string): Promise<VerifiedKey | null>;
   /**
-   * Why `verify` refused this secret: "expired" when it belongs to a key whose expiry or grace period
-   * has passed, else "unknown". Reads the store; meant for the refusal path only.
+   * Why `verify` refused this secret: reason "expired" when it belongs to a key whose expiry or grace
+   * period has passed, else "unknown"; with `retired` when it is a secret this store retired. Appends an
+   * audit event `reuse` for such a secret, at most one per key per minute in this process. Reads the
+   * store; meant for the refusal path only.
    */
   refusal(secret: string): Promise<Refusal>;
   /**

@@ -24,7 +24,7 @@ import {
 } from "../../core/input.ts";
 import type { KeyBackend, KeyStore } from "../../store/key-store.ts";
 import { applyLabels, parseLabelFlag, parseUnlabelFlag } from "../../core/labels.ts";
-import { openKeyStore, parseStoreSpec } from "../../store/config.ts";
+import { openKeyStore, parseStoreSpec, resolveRetiredRetention } from "../../store/config.ts";
 import { type ApikeyFlags, chooseMode, lifecycleValues, type LifecycleValues } from "../flags.ts";
 import type { CliBackend, CommandDef, CommandIO } from "../command.ts";
 import { deliver } from "../output.ts";
@@ -219,6 +219,9 @@ export async function run(flags: ApikeyCommandFlags, io: CommandIO): Promise<Out
   if (url && (flags.export || flags.import !== undefined)) {
     throw new ServiceError("USAGE", `${flags.export ? "--export" : "--import"} works on a store (--store or SERVICE_API_STORE), not over --url: the service never hands out key hashes`);
   }
+  if (url && flags.retiredRetention !== undefined) {
+    throw new ServiceError("USAGE", "--retired-retention works on a store (--store or SERVICE_API_STORE), not over --url: the service keeps its own (serve --retired-retention)");
+  }
   if (url) {
     const { openRemoteBackend } = await import("../../client/remote.ts");
     return await go(openRemoteBackend(url, io.env));
@@ -227,7 +230,8 @@ export async function run(flags: ApikeyCommandFlags, io: CommandIO): Promise<Out
     const spec = parseStoreSpec(flags.store, io.env);
     // A list names the store it read (a missing one lists as empty only where a create could make it).
     const where = chooseMode(flags) === "list" ? (await import("../store-where.ts")).listedStore(spec) : undefined;
-    const store = await openKeyStore(spec, io.debug, { oneShot: true });
+    const retiredRetentionMs = resolveRetiredRetention(flags.retiredRetention, io.env);
+    const store = await openKeyStore(spec, io.debug, { oneShot: true, retiredRetentionMs });
     try {
       return await go(store, where);
     } finally {
@@ -250,7 +254,7 @@ export const command: CommandDef<ApikeyCommandFlags> = {
   description: "Create, delete, update, rotate or list API keys, read their audit trail, move them between stores, and find leaked ones",
   usage: [
     "service-api apikey --create --name <name> [-r <roles>] [-p <perms>] [-d <text>] [--expires-in <dur> | --expires-at <time>] [--overwrite [--grace <dur>] | --if-not-exists] [--json | --format env] [--output <file> [--force]]",
-    "service-api apikey --delete [--name <name> | --id <id> | --expired] [--if-exists] [--json]",
+    "service-api apikey --delete [--name <name> | --id <id> | --expired] [--if-exists] [--retired-retention <dur>] [--json]",
     "service-api apikey --update (--name <name> | --id <id>) [-r <roles>] [-p <perms>] [-d <text>] [--rename <name>] [--expires-in <dur> | --expires-at <time> | --no-expiry] [--json]",
     "service-api apikey --rotate (--name <name> | --id <id>) [--grace <dur>] [--json | --format env] [--output <file> [--force]]",
     "service-api apikey --list [--filter <expr>] [--json]",
@@ -287,6 +291,10 @@ export const command: CommandDef<ApikeyCommandFlags> = {
     { flag: "--if-not-exists", help: "create: exit 0 and create nothing when the name is taken" },
     { flag: "--if-exists", help: "delete: exit 0 when there is nothing to delete" },
     { flag: "--expired", help: "delete: every key whose expiry or grace period has passed (exit 0 when none)" },
+    {
+      flag: "--retired-retention <duration>",
+      help: "delete: how long a deleted or replaced key's secret is still recognised (env SERVICE_API_RETIRED_RETENTION, default 30d); --expired also forgets older ones",
+    },
     { flag: "--since <dur|time>", help: "audit: events since a duration ago (7d) or an ISO 8601 time" },
     { flag: "--limit <n>", help: "audit: only the latest n events" },
     { flag: "--output <file>", help: "create, rotate: write the secret (or the JSON) to a new file, mode 0600, instead of stdout; export: the file to write" },
