@@ -465,6 +465,7 @@ describe.each(Object.keys(backends))("key store contract on %s", (kind) => {
     expect(await other.get(old.id)).toEqual(before);
     expect(await other.verify(old.key)).toBeNull();
     expect(await store.verify(old.key)).toBeNull();
+    expect((await store.refusal(old.key)).retired).toMatchObject({ id: old.id, name: "deploy key" }); // a comeback is named
     expect(await other.verify(rotated.key)).toMatchObject({ id: old.id, roles: ["CONNECT"], description: "CI", expiresAt });
     expect(await store.list()).toEqual([before]);
     expect((await store.audit()).map((e) => [e.action, e.id])).toEqual([["create", old.id], ["rotate", old.id]]);
@@ -531,6 +532,8 @@ describe.each(Object.keys(backends))("key store contract on %s", (kind) => {
     }
     expect(await store.list()).toEqual(listed);
     expect((await store.audit()).filter((e) => e.action === "rotate")).toHaveLength(1);
+  });
+
   describe("retired secrets", () => {
     /** A store instance on this backend with a clock the test moves, and no verify cache (every verify reads). */
     const clocked = async (extra: KeyStoreOptions = {}) => {
