@@ -19,6 +19,7 @@ export function authorizePage(root: HTMLElement): void {
   const state = params.get("state");
   const target = checkRedirect(params.get("redirect_uri"));
   const heading = h("h1", {}, app ? `Authorize ${app}` : "Authorize an app");
+  document.title = `${heading.textContent} · service-api`;
   if ("problem" in target) {
     replace(root, heading, message("error", target.problem), h("p", {}, "Nothing was created and you were not sent anywhere. Tell the app's author; you can close this tab."));
     return;
@@ -44,15 +45,14 @@ export function authorizePage(root: HTMLElement): void {
       effective.length
         ? h("ul", { class: "grants" }, ...effective.map((p) => h("li", {}, h("strong", {}, p.resource), `: ${p.actions.join(", ")}`)))
         : h("p", {}, "No permissions at all.")),
-    consent(problems.length === 0, app, grants, target.url, state),
-    h("div", { class: "buttons" }, deny));
+    consent(problems.length === 0, app, grants, target.url, state, deny));
 }
 
 /** Sign-in if needed, then the key name and the Authorize button. */
-function consent(valid: boolean, app: string, grants: { roles: Role[]; permissions: Permission[] }, url: URL, state: string | null): HTMLElement {
+function consent(valid: boolean, app: string, grants: { roles: Role[]; permissions: Permission[] }, url: URL, state: string | null, deny: HTMLElement): HTMLElement {
   const section = h("section", { class: "consent", "aria-label": "Consent" });
   if (!valid) {
-    replace(section, message("warning", "This request cannot be authorized as it stands; you can only deny it."));
+    replace(section, message("warning", "This request cannot be authorized as it stands; you can only deny it."), h("div", { class: "buttons" }, deny));
     return section;
   }
   const show = (me: Me | null) => {
@@ -76,14 +76,14 @@ function consent(valid: boolean, app: string, grants: { roles: Role[]; permissio
         h("button", { type: "button", class: "link", onclick: () => (session.set(""), signIn()) }, "Sign out")),
       missing.length ? message("error", `Your key cannot grant this: it lacks ${missing.slice(0, 6).join(", ")}${missing.length > 6 ? ` and ${missing.length - 6} more` : ""}. Sign in with a key that holds them.`) : null,
       field("Key name", name, "The name the new key gets; it must not be taken."),
-      h("div", { class: "buttons" }, approve),
+      h("div", { class: "buttons" }, approve, deny),
       status);
   };
   const signIn = () =>
     replace(section, signInForm("Sign in with a key that may create keys (API_KEY:CREATE_ANY) holding these permissions.", async (key) => {
       await whoAmI(key);
       return null;
-    }, () => void whoAmI(session.get()).then(show, signIn)));
+    }, () => void whoAmI(session.get()).then(show, signIn)), h("div", { class: "buttons" }, deny));
   if (session.get()) whoAmI(session.get()).then(show, signIn);
   else signIn();
   return section;
