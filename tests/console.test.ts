@@ -1,11 +1,13 @@
 // The web console at GET /console, in Debian's headless Chromium: sign in with a pasted key, the keys
 // table, create (the secret once), update, delete, the audit trail, the keyboard alone, names that look
 // like HTML, two screen widths; and the headers that keep the page from running foreign script or being framed.
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { request as httpRequest } from "node:http";
+import { gzipSync } from "node:zlib";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { tempDir } from "./helpers/cli.ts";
+import { ROOT, tempDir } from "./helpers/cli.ts";
 import { startServer } from "./helpers/server.ts";
 import { ARTEFACTS, launch, tabTo, unnamedControls, watch } from "./helpers/browser.ts";
 import { createKeyStore } from "../lib/store/key-store.ts";
@@ -71,6 +73,10 @@ describe("console in a browser", () => {
     expect(await page.getByRole("banner").innerText()).toContain("Signed in as ops admin");
 
     await page.getByRole("button", { name: "New key" }).click();
+    // Presets are offered only when the schema has apiKeyPresets.
+    const schema = await graphql(server.url, admin, '{ __type(name: "Query") { fields { name } } }');
+    const presets = schema.body.data.__type.fields.some((field: { name: string }) => field.name === "apiKeyPresets");
+    expect(await page.getByLabel("Preset").count()).toBe(presets ? 1 : 0);
     await page.getByLabel("Name", { exact: true }).fill("ci deploy");
     await page.getByLabel("Description").fill("deploys from CI");
     await page.getByLabel(/^VIEWER/).check();
@@ -262,6 +268,33 @@ describe("console headers", () => {
     expect(asset.headers["x-content-type-options"]).toBe("nosniff");
     for (const path of ["/console/manifest.json", "/console/../package.json", "/console/index.html", "/console/nope.js"]) {
       expect([path, (await get(server.url, path)).status]).toEqual([path, 404]);
+    }
+  });
+
+  it("sends at most 60 kB of gzipped JavaScript", () => {
+    const manifest = JSON.parse(readFileSync(join(ROOT, "dist/console/manifest.json"), "utf8")) as { files: Record<string, string> };
+    const scripts = Object.keys(manifest.files).filter((file) => file.endsWith(".js"));
+    expect(scripts).toHaveLength(1);
+    const raw = readFileSync(join(ROOT, "dist/console", scripts[0]));
+    expect(gzipSync(raw, { level: 9 }).length).toBeLessThanOrEqual(60 * 1024);
+    expect(readFileSync(join(ROOT, "dist/console", `${scripts[0]}.gz`)).length).toBeLessThanOrEqual(60 * 1024);
+  });
+
+  it("is not loaded when the service starts, only on a browser's first request", async () => {
+    const tmp = tempDir();
+    const trace = join(tmp.dir, "trace.txt");
+    const cli = await startServer({
+      store: join(tmp.dir, "keys"),
+      env: { NODE_OPTIONS: `--import ${join(ROOT, "tests/fixtures/trace-register.mjs")}`, TRACE_FILE: trace },
+    });
+    try {
+      expect((await get(cli.url, "/healthz")).status).toBe(200);
+      expect(readFileSync(trace, "utf8")).not.toMatch(/chunks\/console-assets-/);
+      expect((await get(cli.url, "/console")).status).toBe(200);
+      expect(readFileSync(trace, "utf8")).toMatch(/dist\/lazy\/chunks\/console-assets-\w+\.js/);
+    } finally {
+      await cli.stop();
+      tmp.cleanup();
     }
   });
 
