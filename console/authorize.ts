@@ -45,11 +45,11 @@ export function authorizePage(root: HTMLElement): void {
       effective.length
         ? h("ul", { class: "grants" }, ...effective.map((p) => h("li", {}, h("strong", {}, p.resource), `: ${p.actions.join(", ")}`)))
         : h("p", {}, "No permissions at all.")),
-    consent(problems.length === 0, app, grants, target.url, state, deny));
+    consent(problems.length === 0, app, description || `Authorized for ${app}`, grants, target.url, state, deny));
 }
 
-/** Sign-in if needed, then the key name and the Authorize button. */
-function consent(valid: boolean, app: string, grants: { roles: Role[]; permissions: Permission[] }, url: URL, state: string | null, deny: HTMLElement): HTMLElement {
+/** Sign-in if needed, then the key name and the Authorize button; the key gets the app's description. */
+function consent(valid: boolean, app: string, description: string, grants: { roles: Role[]; permissions: Permission[] }, url: URL, state: string | null, deny: HTMLElement): HTMLElement {
   const section = h("section", { class: "consent", "aria-label": "Consent" });
   if (!valid) {
     replace(section, message("warning", "This request cannot be authorized as it stands; you can only deny it."), h("div", { class: "buttons" }, deny));
@@ -64,7 +64,7 @@ function consent(valid: boolean, app: string, grants: { roles: Role[]; permissio
       approve.disabled = true;
       replace(status, message("status", "Creating the key…"));
       try {
-        const data = await gql(CREATE, { input: { name: name.value.trim(), description: `Authorized for ${app}`, roles: grants.roles, permissions: grants.permissions } });
+        const data = await gql(CREATE, { input: { name: name.value.trim(), description, roles: grants.roles, permissions: grants.permissions } });
         location.assign(redirectTo(url, { api_key: data.apiKey.create.key }, state));
       } catch (error) {
         approve.disabled = false;

@@ -106,6 +106,7 @@ describe("authorize in a browser", () => {
       headers: { "content-type": "application/json", authorization: `Bearer ${secret}` },
       body: JSON.stringify({ query: "{ me { name roles permissions { resource actions } } }" }),
     });
+    expect((await store.list()).find((key) => key.name === "Media Sync")?.description).toBe("Syncs <b>media</b> to the cloud");
     expect((await response.json()).data.me).toEqual({
       name: "Media Sync",
       roles: ["VIEWER"],

@@ -140,6 +140,28 @@ describe("console in a browser", () => {
     await context.close();
   }, 60_000);
 
+  it("sorts by a column both ways and narrows the table by the filter box", async () => {
+    const page = await browser.newPage();
+    page.setDefaultTimeout(10_000);
+    await signIn(page);
+    const table = page.getByRole("table", { name: "API keys" });
+    const names = () => table.locator("tbody .name").allInnerTexts();
+    await expect.poll(names).toEqual(["dashboard", "markup", "ops admin"]);
+    const header = page.getByRole("columnheader", { name: /Name/ });
+    expect(await header.getAttribute("aria-sort")).toBe("ascending");
+    await header.getByRole("button").click();
+    expect(await names()).toEqual(["ops admin", "markup", "dashboard"]);
+    expect(await header.getAttribute("aria-sort")).toBe("descending");
+    await page.getByRole("columnheader", { name: /Roles and permissions/ }).getByRole("button").click();
+    expect(await names()).toEqual(["ops admin", "markup", "dashboard"]); // ADMIN, GUEST, VIEWER
+    await page.getByLabel("Filter keys").fill("viewer");
+    expect(await names()).toEqual(["dashboard"]);
+    expect(await page.getByText("1 of 3 keys shown").count()).toBe(1);
+    await page.getByLabel("Filter keys").fill("nothing matches this");
+    expect(await names()).toEqual([]);
+    await page.close();
+  });
+
   it("tells a key without API_KEY:READ_ANY what it lacks, and does not keep it", async () => {
     const page = await browser.newPage();
     await signIn(page, viewer);
