@@ -9,7 +9,6 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { pickEncoding } from "./explorer.ts";
 import { errorResponse } from "./responses.ts";
-import { CONSOLE_ASSETS, CONSOLE_PAGES } from "./console.ts";
 import type { ServiceRequest, ServiceResponse } from "./types.ts";
 
 type Body = Uint8Array<ArrayBuffer>;
@@ -64,8 +63,11 @@ const PAGE_HEADERS = {
   "cross-origin-opener-policy": "same-origin",
 };
 
-/** Creates the console: reads the manifest now and each file on its first request, then keeps it in memory. */
-export async function createConsole(): Promise<(request: ServiceRequest, pathname: string) => Promise<ServiceResponse<string | Body>>> {
+/**
+ * Creates the console, answering the page at each of `pages` and its files under `assets` (a path ending in
+ * `/`): reads the manifest now and each file on its first request, then keeps it in memory.
+ */
+export async function createConsole(assets: string, pages: readonly string[]): Promise<(request: ServiceRequest, pathname: string) => Promise<ServiceResponse<string | Body>>> {
   const found = await findAssets();
   if (!found) {
     return () => Promise.resolve({ status: 501, headers: { ...PAGE_HEADERS, "content-type": "text/html; charset=utf-8" }, body: NOT_BUILT });
@@ -92,8 +94,8 @@ export async function createConsole(): Promise<(request: ServiceRequest, pathnam
     return { status: 200, headers: { ...headers, "content-type": asset.type, ...encoded }, body };
   };
   return (request, pathname) => {
-    if (CONSOLE_PAGES.includes(pathname)) return send(request, manifest.page, { ...PAGE_HEADERS, vary: "Accept-Encoding" });
-    const file = pathname.slice(CONSOLE_ASSETS.length);
+    if (pages.includes(pathname)) return send(request, manifest.page, { ...PAGE_HEADERS, vary: "Accept-Encoding" });
+    const file = pathname.slice(assets.length);
     if (file === manifest.page || !types.has(file)) {
       const missing = errorResponse(404, "NOT_FOUND", "Not found: no such console file");
       return Promise.resolve({ ...missing, headers: { ...missing.headers, ...CONSOLE_HEADERS } });

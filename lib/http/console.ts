@@ -23,7 +23,7 @@ export function consoleRoute(enabled: boolean | undefined): ConsoleRoute | null 
   return (request, pathname) => {
     if (!CONSOLE_PAGES.includes(pathname) && !pathname.startsWith(CONSOLE_ASSETS)) return null;
     if (request.method !== "GET" && request.method !== "HEAD") return null;
-    loading ??= import("./console-assets.ts").then(({ createConsole }) => createConsole()).catch((error) => {
+    loading ??= import("./console-assets.ts").then(({ createConsole }) => createConsole(CONSOLE_ASSETS, CONSOLE_PAGES)).catch((error) => {
       loading = undefined;
       throw error;
     });
