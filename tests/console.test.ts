@@ -162,6 +162,23 @@ describe("console in a browser", () => {
     await page.close();
   });
 
+  it("shows a replaced key still in its grace period as grace, until when, beside its successor", async () => {
+    await store.create({ name: "rolled", roles: ["GUEST"], permissions: [] });
+    await store.create({ name: "rolled", roles: ["GUEST"], permissions: [] }, { overwrite: true, graceMs: 3_600_000 });
+    const page = await browser.newPage();
+    page.setDefaultTimeout(10_000);
+    await signIn(page);
+    const rows = page.getByRole("row", { name: /rolled/ });
+    await expect.poll(() => rows.count()).toBe(2);
+    const texts = (await rows.allInnerTexts()).join("\n");
+    expect(texts).toMatch(/grace until .*\bgrace\b/s);
+    expect(texts).toMatch(/never\s+never\s+active/);
+    await page.getByLabel("Filter keys").fill("grace");
+    expect(await rows.count()).toBe(1);
+    for (const key of await store.list()) if (key.name === "rolled") await store.deleteById(key.id);
+    await page.close();
+  });
+
   it("tells a key without API_KEY:READ_ANY what it lacks, and does not keep it", async () => {
     const page = await browser.newPage();
     await signIn(page, viewer);
