@@ -40,6 +40,7 @@ import { createCors } from "./cors.ts";
 import { type HandlerOptions, MAX_BODY_BYTES, type ServiceHandler, type ServiceRequest, type ServiceResponse } from "./types.ts";
 import { credential, type Params, paramsFromBody, paramsFromUrl, pathOf } from "./request.ts";
 import { explorerRoute } from "./explorer-route.ts";
+import { consoleRoute } from "./console.ts";
 import { metricsRoute, readiness } from "./ops-routes.ts";
 import type { AuthFailure, RequestEvent } from "./types.ts";
 
@@ -132,6 +133,7 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
   const metrics = options.metrics && metricsRoute(store, options.metrics, lastUse && ((id) => lastUse.seen(id)));
   const answers = createAnswerCache();
   const explorer = explorerRoute(options.explorer);
+  const site = consoleRoute(options.console);
   const cors = createCors(options.corsOrigins);
   const formatError = createErrorFormatter(onError);
   const observer = options.observer;
@@ -317,7 +319,7 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
       if (pathname === null) {
         return errorResponse(400, "BAD_REQUEST", "Invalid request target: send requests to /graphql", { connection: "close" });
       }
-      const page = explorer?.(request, pathname);
+      const page = explorer?.(request, pathname) ?? site?.(request, pathname);
       if (page) return page.catch(failure);
       if (pathname === "/graphql") {
         if (cors && request.method === "OPTIONS") return cors.preflight(request);

@@ -22,6 +22,8 @@ export interface HandlerOptions {
   storeStatus?: StoreStatusLog;
   /** Serve the explorer (GraphiQL) to browsers at `GET /graphql` (default true); false: JSON answers only. */
   explorer?: boolean;
+  /** Serve the web console at `GET /console` and the consent page at `GET /authorize` (default true). */
+  console?: boolean;
   /**
    * Origins whose browser pages may call /graphql (CORS), each exactly `scheme://host[:port]`, or `["*"]`
    * for any; also a comma-separated string. Default: none (CORS off, preflights get 405). No cookies

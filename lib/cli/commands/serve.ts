@@ -17,6 +17,8 @@ export interface ServeFlags {
   store?: string;
   /** False with `--no-explorer`: browsers get the JSON answers, not GraphiQL. */
   explorer?: boolean;
+  /** False with `--no-console`: no web console at /console, no consent page at /authorize. */
+  console?: boolean;
   corsOrigin?: string;
   metricsAllow?: string;
   /** False with `--no-last-use`: this server does not record when keys were last used. */
@@ -122,6 +124,7 @@ export async function runServe(
       host,
       port,
       explorer: flags.explorer !== false,
+      console: flags.console !== false,
       corsOrigins,
       observer: observers(log, metrics),
       metrics,
@@ -162,6 +165,7 @@ export const command: CommandDef<ServeFlags> = {
     { flag: "--host <host>", help: "Interface to listen on (env HOST, default 127.0.0.1)" },
     { flag: "--port <port>", help: "Port, 0 for any free one (env PORT, default 3001)", numeric: true },
     { flag: "--no-explorer", help: "Do not serve the explorer (GraphiQL) to browsers at GET /graphql" },
+    { flag: "--no-console", help: "Do not serve the web console at GET /console nor the consent page at GET /authorize" },
     {
       flag: "--cors-origin <origins>",
       help: "Browser origins allowed to call /graphql, comma-separated scheme://host[:port], or * (env SERVICE_API_CORS_ORIGINS, default none)",
