@@ -23,6 +23,7 @@ async function main(argv: string[]): Promise<Output> {
   const help = options.includes("-h") || options.includes("--help") || argv.length === 0 || (named && !["serve", "doctor"].includes(named) && argv.length === 1);
   // cac matches a command by its first word, so a named command is the only one it can pick.
   const commands = await loadCommands(help ? undefined : named);
+  if (argv.length === 0) return { stdout: (await import("./lib/cli/help.ts")).renderShortUsage(), exitCode: 0 };
   if (help) {
     const { renderHelp } = await import("./lib/cli/help.ts");
     return { stdout: renderHelp(commands, [...GLOBAL_OPTIONS, ...HELP_OPTIONS], named), exitCode: 0 };

@@ -88,7 +88,7 @@ describe("expiry flags", () => {
     [["--expires-at", "tomorrow"], "--expires-at needs an ISO 8601 time with its zone"],
     [["--expires-at", "2030-01-01T10:00"], "--expires-at needs an ISO 8601 time with its zone"],
     [["--expires-in", "1h", "--expires-at", "2030-01-01"], "Use --expires-in or --expires-at, not both"],
-    [["--grace", "10m"], "--grace keeps the secret of the key an overwrite replaces working: it needs --overwrite"],
+    [["--grace", "10m"], "--grace keeps the old secret of a key working: it needs --overwrite or --rotate"],
     [["--overwrite", "--grace", "25h"], "--grace is at most 24h"],
     [["--overwrite", "--grace", "soon"], "--grace needs a duration"],
   ])("create refuses %j with exit 2 and creates nothing", async (args, message) => {
@@ -306,10 +306,10 @@ describe("the audit trail", () => {
     expect(wide).toMatch(/  key 'admin'  +roles,expiresAt\n/);
     expect(wide).not.toMatch(/[\u001b\u202e]/);
 
-    const pipe = formatAudit(events, false, { tty: false, columns: 80 }).stdout!.trimEnd().split("\n").map((l) => l.split("\t"));
-    expect(pipe[0]).toEqual(["2026-11-22T21:08:09.123Z", "create", events[0].id, "release pipeline", "alice@build-7.example.org", "", ""]);
-    expect(pipe[1].slice(4)).toEqual(["key 'admin' (7c1d2e3f-0000-4000-8000-000000000001)", "roles,expiresAt", ""]);
-    expect(pipe[2].slice(4)).toEqual(["evil\\u{1b}[2J@h\\u{202e}ost", "", events[0].id]);
+    const pipe = formatAudit(events, false, { tty: false, columns: 80 }).stdout!.split("\n").filter(Boolean).map((l) => l.split("\t"));
+    expect(pipe[0]).toEqual(["2026-11-22T21:08:09.123Z", "create", events[0].id, "release pipeline", "alice@build-7.example.org", "", "", ""]);
+    expect(pipe[1].slice(4)).toEqual(["key 'admin' (7c1d2e3f-0000-4000-8000-000000000001)", "roles,expiresAt", "", ""]);
+    expect(pipe[2].slice(4)).toEqual(["evil\\u{1b}[2J@h\\u{202e}ost", "", events[0].id, ""]);
 
     expect(formatAudit([], false, { tty: true, columns: 80 })).toEqual({ notice: "No audit events", exitCode: 0 });
     expect(formatAudit([], true, { tty: true, columns: 80 }).stdout).toBe('{"events":[]}\n');

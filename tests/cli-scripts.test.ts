@@ -287,6 +287,23 @@ describe("conventions", () => {
     }
   });
 
+  it("a bare service-api prints a short usage that fits one screen and points to --help", async () => {
+    const { code, stdout } = await runCli([]);
+    const lines = stdout.trimEnd().split("\n");
+    expect(code).toBe(0);
+    expect(lines.length).toBeLessThanOrEqual(25);
+    for (const line of lines) expect(line.length, line).toBeLessThanOrEqual(80);
+    expect(stdout).toContain("Run 'service-api --help' for every command and flag.");
+  });
+
+  it("a mode spelled as a word (apikey create) is pointed at its flag", async () => {
+    for (const verb of ["create", "Delete", "rotate"]) {
+      const result = await runCli(["apikey", verb, "--name", "x"]);
+      expect(result.code).toBe(2);
+      expect(result.stderr).toBe(`Error: '${verb.toLowerCase()}' is a flag here: did you mean 'service-api apikey --${verb.toLowerCase()}'? Run 'service-api apikey --help'.\n`);
+    }
+  });
+
   it("--help lists the environment, the exit statuses, and every role, resource and action", async () => {
     const { stdout } = await runCli(["--help"]);
     for (const word of ["SERVICE_API_STORE", "SERVICE_API_URL", "SERVICE_API_KEY", "LOG_LEVEL", "PORT", "HOST", ...ROLES, ...RESOURCES, ...ACTIONS]) {

@@ -131,7 +131,7 @@ export function chooseMode(given: ApikeyFlags): Mode {
     throw new ServiceError("USAGE", "--delete --expired already exits 0 when nothing has expired: drop --if-exists");
   }
   if (has("grace") && !flags.overwrite && mode !== "rotate") {
-    throw new ServiceError("USAGE", "--grace keeps the secret of the key an overwrite replaces working: it needs --overwrite");
+    throw new ServiceError("USAGE", "--grace keeps the old secret of a key working: it needs --overwrite or --rotate");
   }
   if (flags.format !== undefined && flags.json) pair("format", "json");
   if (flags.force && !flags.output) throw new ServiceError("USAGE", "--force only replaces the file --output names; give --output <file>");

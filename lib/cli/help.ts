@@ -79,6 +79,29 @@ function reference(): string[] {
  * Help for the whole CLI, or for one command.
  * @example renderHelp({ apikey }, [], "apikey")
  */
+/**
+ * What a bare `service-api` prints: the everyday commands in a screenful, and where the rest is. The
+ * whole reference (`--help`) is over 200 lines; a first look should not scroll.
+ */
+export function renderShortUsage(): string {
+  return [
+    `service-api ${VERSION}: API keys for a server, and the GraphQL service they unlock.`,
+    "",
+    "Everyday commands:",
+    "  service-api apikey --create --name <name> --roles <roles>   create a key",
+    "  service-api apikey --delete --name <name>                   delete a key",
+    "  service-api apikey --list [--filter <expr>]                 list keys",
+    "  service-api apikey --rotate --name <name> [--grace 10m]     a new secret",
+    "  service-api serve [--port 3001]                             serve /graphql",
+    "  service-api doctor                                          check the store",
+    "",
+    "More: --update, --audit, --export, --import, --scan (service-api apikey --help).",
+    "Add --json for one JSON object. The store: --store or SERVICE_API_STORE.",
+    "Run 'service-api --help' for every command and flag.",
+    "",
+  ].join("\n");
+}
+
 export function renderHelp(commands: Record<string, CommandDef<object>>, global: readonly OptionDef[], only?: string): string {
   const chosen = only ? [only] : Object.keys(commands);
   const lines = [wrap(`service-api ${VERSION}: create and delete API keys, and run the GraphQL service they unlock.`, 2), ""];

@@ -99,7 +99,16 @@ export function parseGrace(text: unknown): number {
  * @example parseSince("1h", now) // now - 3600000
  */
 export function parseSince(text: unknown, now: number, flag = "--since"): number {
-  return typeof text === "string" && DURATION.test(text.trim()) ? now - parseDuration(text, flag) : parseInstant(text, flag);
+  if (typeof text === "string" && DURATION.test(text.trim())) return now - parseDuration(text, flag);
+  try {
+    return parseInstant(text, flag);
+  } catch (error) {
+    // Either form is taken here: say so, not only the one the text failed as.
+    if (error instanceof ServiceError && / needs an ISO 8601 time/.test(error.message)) {
+      throw new ServiceError("INVALID_INPUT", `${flag} needs a duration back from now (45s, 30m, 12h, 7d) or an ISO 8601 time with its zone, like 2026-12-31T18:00:00Z (got '${String(text ?? "").slice(0, 40)}')`);
+    }
+    throw error;
+  }
 }
 
 /** Milliseconds since the epoch for a stored ISO time, Infinity when absent (never). */

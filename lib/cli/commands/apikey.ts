@@ -25,7 +25,7 @@ import {
 import type { KeyBackend, KeyStore } from "../../store/key-store.ts";
 import { applyLabels, parseLabelFlag, parseUnlabelFlag } from "../../core/labels.ts";
 import { openKeyStore, parseStoreSpec, resolveRetiredRetention } from "../../store/config.ts";
-import { type ApikeyFlags, chooseMode, lifecycleValues, type LifecycleValues } from "../flags.ts";
+import { type ApikeyFlags, chooseMode, MODES, lifecycleValues, type LifecycleValues } from "../flags.ts";
 import type { CliBackend, CommandDef, CommandIO } from "../command.ts";
 import { deliver } from "../output.ts";
 import { checkOutputTarget } from "../secret-file.ts";
@@ -207,9 +207,14 @@ async function update(flags: ApikeyFlags, values: LifecycleValues, store: CliBac
 export async function run(flags: ApikeyCommandFlags, io: CommandIO): Promise<Output> {
   const context: ApikeyContext = io.interactive === undefined ? terminal : { interactive: io.interactive };
   if (flags.url && flags.store) throw new ServiceError("USAGE", "Use --url or --store, not both");
+  const paths = operands(io.argv ?? [], [...command.options, { flag: "--store <spec>", help: "" }]);
+  // `service-api apikey create …`, as other tools spell it: the modes here are flags.
+  const verb = paths[0]?.toLowerCase();
+  if (verb !== undefined && (MODES as readonly string[]).includes(verb) && !MODES.some((m) => flags[m])) {
+    throw new ServiceError("USAGE", `'${verb}' is a flag here: did you mean 'service-api apikey --${verb}'? Run 'service-api apikey --help'.`);
+  }
   const mode = chooseMode(flags); // bad usage and bad values are reported before any store is opened
   lifecycleValues(flags, Date.now());
-  const paths = operands(io.argv ?? [], [...command.options, { flag: "--store <spec>", help: "" }]);
   if (paths.length && mode !== "scan") throw new ServiceError("USAGE", `--${mode} takes no paths (got '${printable(paths[0])}'); only --scan does`);
   if (mode === "scan") return await (await import("../scan-command.ts")).runScanCommand(flags, io, flags.paths ?? paths);
   const file = flags.output !== undefined ? { path: flags.output, force: Boolean(flags.force) } : undefined;
