@@ -126,7 +126,7 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
   const ready = readiness(store);
   const refuse = (reason: AuthFailure, message: string) => {
     observer?.authFailed(reason);
-    return unauthenticated(message);
+    return unauthenticated(message, reason);
   };
 
   const schema = createSchema();

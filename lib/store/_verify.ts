@@ -7,6 +7,7 @@ import { createLru } from "../core/_lru.ts";
 import type { Entries } from "./_entries.ts";
 import { publicView } from "./_entries.ts";
 import type { Refusal, VerifiedKey } from "./types.ts";
+import type { StoredKey } from "../core/model.ts";
 
 interface Remembered {
   info: VerifiedKey;
@@ -68,7 +69,8 @@ export function createVerifier(options: {
   const check = async (hash: string, revision: string): Promise<VerifiedKey | null> => {
     try {
       const { record, until } = await standing(hash);
-      if (!record || until === null || now() >= until) {
+      // A disabled key is refused like an expired one; enabling it is an update, which bumps the revision.
+      if (!record || until === null || now() >= until || record.disabled) {
         verified.delete(hash);
         return null;
       }
@@ -122,20 +124,26 @@ export function createVerifier(options: {
     return revision.then((r) => decide(hash, r), onError);
   };
 
+  /** Why `verify` refuses a secret, and the key it belongs to when it is one that was issued and still stands. */
+  const explain = async (secret: string): Promise<{ why: Refusal; key?: StoredKey }> => {
+    if (!isWellFormedSecret(secret)) return { why: "unknown" };
+    try {
+      const { record, until } = await standing(sha256Hex(secret));
+      if (!record || until === null) return { why: "unknown" };
+      if (now() >= until) return { why: "expired", key: record };
+      return record.disabled ? { why: "disabled", key: record } : { why: "unknown" };
+    } catch (error) {
+      return onError(error);
+    }
+  };
+
   // A malformed secret is refused without a hash or a read (a lookup could not match it anyway).
   const verifyNow: VerifyNow = (secret) => (isWellFormedSecret(secret) ? verifyFormed(secret) : null);
 
   return {
     verify: Object.assign(async (secret: string): Promise<VerifiedKey | null> => await verifyNow(secret), { [VERIFY_NOW]: verifyFormed }),
 
-    refusal: async (secret: string): Promise<Refusal> => {
-      if (!isWellFormedSecret(secret)) return "unknown";
-      try {
-        const { until } = await standing(sha256Hex(secret));
-        return until !== null && now() >= until ? "expired" : "unknown";
-      } catch (error) {
-        return onError(error);
-      }
-    },
+    refusal: async (secret: string): Promise<Refusal> => (await explain(secret)).why,
+    explain,
   };
 }

@@ -3,7 +3,7 @@
  * remote backend's subset) promises its callers.
  */
 import type { Storage } from "unstorage";
-import type { Actor, ApiKeyInfo, AuditEvent, CreatedKey, CreateKeyInput, KeyPatch, StoredKey } from "../core/model.ts";
+import type { Actor, ApiKeyInfo, AuditEvent, CreatedKey, CreateKeyInput, KeyPatch, KeyUsage, KeyVerification, Permission, StoredKey } from "../core/model.ts";
 import type { ExportedKey } from "./transfer.ts";
 import type { AtomicIndex } from "./atomic.ts";
 import type { AuditLog, AuditQuery } from "./audit.ts";
@@ -74,7 +74,18 @@ export interface ImportReport {
 }
 
 /** Why `verify` refused a secret, for the message of a 401. */
-export type Refusal = "expired" | "unknown";
+export type Refusal = "expired" | "disabled" | "unknown";
+
+/** A key's uses to record: the latest time (ms), and how many requests it authenticated per UTC day (`YYYY-MM-DD`). */
+export interface KeyUse {
+  at: number;
+  days?: Readonly<Record<string, number>>;
+}
+
+export interface VerifyOptions {
+  /** The permissions the key must hold (its roles count): else the answer is INSUFFICIENT_PERMISSIONS. */
+  permissions?: readonly Permission[];
+}
 
 export interface KeyStore {
   /** Creates a key and returns it with its secret, the only time the secret is available. */
@@ -112,15 +123,25 @@ export interface KeyStore {
   verify(secret: string): Promise<VerifiedKey | null>;
   /**
    * Why `verify` refused this secret: "expired" when it belongs to a key whose expiry or grace period
-   * has passed, else "unknown". Reads the store; meant for the refusal path only.
+   * has passed, "disabled" for a disabled key, else "unknown". Reads the store; meant for the refusal path only.
    */
   refusal(secret: string): Promise<Refusal>;
   /**
-   * Records that these keys authenticated requests at these times (ms): each key's `lastUsedAt`
-   * becomes the latest of its stored time and the given one. A deleted key is left deleted. Not an
-   * audited change. The service calls it through `createUseRecorder`, at most once a minute per key.
+   * `verify` for a service that is not ours: whether the secret is a working key holding `permissions`,
+   * with a code saying why not (NOT_FOUND, EXPIRED, DISABLED, INSUFFICIENT_PERMISSIONS). A working key's
+   * use is counted (last use, usage) through a recorder of this store, written off the call's path
+   * (see `createUseRecorder`) and flushed by `close`. Never throws for a bad secret, only for a store failure.
    */
-  recordUse(uses: ReadonlyMap<string, number>): Promise<void>;
+  verifyDetailed(secret: string, options?: VerifyOptions): Promise<KeyVerification>;
+  /**
+   * Records that these keys authenticated requests: each key's `lastUsedAt` becomes the latest of its
+   * stored time and the given one (a number: that time alone), and its usage counts grow by `days`.
+   * A deleted key is left deleted. Not an audited change. The service calls it through
+   * `createUseRecorder`, at most once a minute per key.
+   */
+  recordUse(uses: ReadonlyMap<string, number | KeyUse>): Promise<void>;
+  /** How many requests the key with this id authenticated (in all, and per day for the last 30), or null when there is none. */
+  usage(id: string): Promise<KeyUsage | null>;
   /** The audit trail, oldest first. */
   audit(query?: AuditQuery): Promise<AuditEvent[]>;
   /** Every key with the hash of its secret (never a secret), live ones then replaced ones in a grace period: for export. */
@@ -137,5 +158,5 @@ export interface KeyStore {
 /** What the command needs of a store: the local store and the remote (GraphQL) one both provide it. */
 export type KeyBackend = Pick<
   KeyStore,
-  "create" | "deleteByName" | "deleteById" | "deleteExpired" | "update" | "list" | "isEmpty" | "getByName" | "audit"
+  "create" | "deleteByName" | "deleteById" | "deleteExpired" | "update" | "list" | "isEmpty" | "getByName" | "audit" | "usage"
 >;
