@@ -58,9 +58,17 @@ export interface ApikeyFlags {
   unlabel?: string;
   /** list: only the keys matching this filter (lib/core/filter.ts). */
   filter?: string;
+  /** update: refuse the key (401, KEY_DISABLED) until `--enable`. */
+  disable?: boolean;
+  /** update: a disabled key works again. */
+  enable?: boolean;
+  /** update --disable: why, kept with the key. */
+  reason?: string;
+  /** Print how many requests a key authenticated (in all, per day for the last 30). */
+  usage?: boolean;
 }
 
-export const MODES = ["create", "delete", "list", "update", "audit", "export", "import"] as const;
+export const MODES = ["create", "delete", "list", "update", "audit", "export", "import", "usage"] as const;
 export type Mode = (typeof MODES)[number];
 
 /**
@@ -71,10 +79,11 @@ const MODE_FLAGS: Record<Mode, readonly string[]> = {
   create: ["name", "description", "roles", "permissions", "overwrite", "ifNotExists", "output", "force", "format", "expiresIn", "expiresAt", "grace", "label"],
   delete: ["name", "id", "ifExists", "expired"],
   list: ["filter"],
-  update: ["name", "id", "description", "roles", "permissions", "rename", "expiresIn", "expiresAt", "noExpiry", "label", "unlabel"],
+  update: ["name", "id", "description", "roles", "permissions", "rename", "expiresIn", "expiresAt", "noExpiry", "label", "unlabel", "disable", "enable", "reason"],
   audit: ["since", "limit"],
   export: ["output", "force", "withAudit"],
   import: ["dryRun", "onConflict"],
+  usage: ["name", "id"],
 };
 const COMMON = ["json", "store", "url"];
 const kebab = (flag: string) => `--${flag.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
@@ -91,8 +100,8 @@ export function chooseMode(given: ApikeyFlags): Mode {
     throw new ServiceError(
       "USAGE",
       modes.length === 0
-        ? "Choose what to do: --create, --delete, --update, --list, --audit, --export or --import"
-        : `Choose one of --create, --delete, --update, --list, --audit, --export and --import, not ${modes.map((m) => `--${m}`).join(" and ")}`,
+        ? "Choose what to do: --create, --delete, --update, --list, --audit, --export, --import or --usage"
+        : `Choose one of --create, --delete, --update, --list, --audit, --export, --import and --usage, not ${modes.map((m) => `--${m}`).join(" and ")}`,
     );
   }
   const mode = modes[0];
@@ -115,6 +124,8 @@ export function chooseMode(given: ApikeyFlags): Mode {
   pair("noExpiry", "expiresAt");
   pair("expired", "name");
   pair("expired", "id");
+  pair("disable", "enable");
+  if (has("reason") && !flags.disable) throw new ServiceError("USAGE", "--reason says why a key is disabled: it needs --disable");
   if (flags.expired && flags.ifExists) {
     throw new ServiceError("USAGE", "--delete --expired already exits 0 when nothing has expired: drop --if-exists");
   }
