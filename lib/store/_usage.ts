@@ -12,7 +12,7 @@ import { isKeyId } from "../core/input.ts";
 import { can } from "../core/policy.ts";
 import { iso, type StoreContext } from "./_context.ts";
 import { publicView } from "./_entries.ts";
-import { createUseRecorder, dayOf, type UseRecorder } from "./last-use.ts";
+import { createUseRecorder, dayOf, type UseRecorder, type UseRecorderOptions } from "./last-use.ts";
 import type { KeyUse, Refusal, VerifiedKey, VerifyOptions } from "./types.ts";
 
 /** How many UTC days of counts a key keeps, today included. */
@@ -43,7 +43,7 @@ interface UsageDeps {
   explain(secret: string): Promise<{ why: Refusal; key?: StoredKey }>;
 }
 
-export function createUsage(ctx: StoreContext, deps: UsageDeps) {
+export function createUsage(ctx: StoreContext, deps: UsageDeps, recorderOptions: UseRecorderOptions = {}) {
   const { storage, atomic, entries, now } = ctx;
   let recorder: UseRecorder | undefined;
 
@@ -92,7 +92,14 @@ export function createUsage(ctx: StoreContext, deps: UsageDeps) {
     const key = await deps.verify(secret);
     if (key) {
       // The verified key's use, coalesced like the service's: never a write per call.
-      (recorder ??= createUseRecorder({ recordUse }, { onError: (error) => ctx.debug(`store: recording a verified key's use failed: ${String(error)}`) })).seen(key.id);
+      recorder ??= createUseRecorder({ recordUse }, {
+        ...recorderOptions,
+        onError: (error) => {
+          ctx.debug(`store: recording a verified key's use failed: ${error instanceof Error ? error.message : String(error)}`);
+          recorderOptions.onError?.(error);
+        },
+      });
+      recorder.seen(key.id);
       const { validity: _validity, ...info } = key;
       const lacking = (options.permissions ?? []).some((p) => p.actions.some((action) => !can(key, p.resource, action)));
       return answer(lacking ? "INSUFFICIENT_PERMISSIONS" : "VALID", info);

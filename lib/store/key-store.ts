@@ -158,7 +158,7 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
     },
   });
 
-  const usage = createUsage(ctx, { verify, explain });
+  const usage = createUsage(ctx, { verify, explain }, options.useRecorder);
 
   const store: KeyStore = {
     create: (input, options) => guard("create a key", () => create(input, options)),

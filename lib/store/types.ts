@@ -7,6 +7,7 @@ import type { Actor, ApiKeyInfo, AuditEvent, CreatedKey, CreateKeyInput, KeyPatc
 import type { ExportedKey } from "./transfer.ts";
 import type { AtomicIndex } from "./atomic.ts";
 import type { AuditLog, AuditQuery } from "./audit.ts";
+import type { UseRecorderOptions } from "./last-use.ts";
 
 export interface KeyStoreOptions {
   /** Where keys live; defaults to an in-memory storage. */
@@ -27,6 +28,8 @@ export interface KeyStoreOptions {
   actor?: Actor;
   /** The clock, in ms since the epoch (default `Date.now`): expiry and grace are decided by it. */
   now?: () => number;
+  /** How `verifyDetailed` writes the uses it counts (see `createUseRecorder`; default: within 5 s, then once a minute per key). */
+  useRecorder?: UseRecorderOptions;
 }
 
 /** Options every change takes. */
