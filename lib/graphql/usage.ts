@@ -5,7 +5,10 @@
  */
 import { VERIFICATION_CODES } from "../core/model.ts";
 import { parseInput, PermissionsSchema } from "../core/input.ts";
-import type { GraphQLContext, Rule } from "./fields.ts";
+import type { KeyStore } from "../store/key-store.ts";
+
+/** What these resolvers need of the request's context (a part of fields.ts's `GraphQLContext`). */
+type StoreContext = { store: KeyStore };
 
 export const USAGE_SDL = /* GraphQL */ `
 extend type ApiKey {
@@ -74,15 +77,15 @@ extend type Query {
 `;
 
 /** The rules of the `Query` fields above. Never remembered by the answer cache (not keyOnly): each call is a use. */
-export const USAGE_QUERY: Readonly<Record<string, Rule>> = {
+export const USAGE_QUERY = {
   verifyApiKey: {
-    needs: "API_KEY:READ_ANY",
-    resolve: (a, { store }) => store.verifyDetailed(a.key, { permissions: parseInput(PermissionsSchema, a.permissions ?? []) }),
+    needs: "API_KEY:READ_ANY" as const,
+    resolve: (a: Record<string, any>, { store }: StoreContext) => store.verifyDetailed(a.key, { permissions: parseInput(PermissionsSchema, a.permissions ?? []) }),
   },
 };
 
 /** Resolvers of the `ApiKey` fields above: reaching a key already needed the permission to read it. */
 export const API_KEY_USAGE_FIELDS = {
   disabled: (key: { disabled?: boolean }) => key.disabled === true,
-  usage: (key: { id: string }, _args: unknown, context: GraphQLContext) => context.store.usage(key.id),
+  usage: (key: { id: string }, _args: unknown, context: StoreContext) => context.store.usage(key.id),
 };

@@ -9,12 +9,13 @@
  * all times and adds the counts (`recordUse`, under the key's lock), and never writes a deleted key back.
  * A failed write keeps its counts pending, added to those seen meanwhile: none is lost or counted twice.
  */
-import type { KeyStore, KeyUse } from "./types.ts";
-import { iso } from "./_context.ts";
+import type { KeyStore, KeyUse, UseRecorderOptions } from "./types.ts";
+
+export type { UseRecorderOptions };
 
 const DAY_MS = 86_400_000;
-/** The UTC day of `ms`, `YYYY-MM-DD`. */
-export const dayOf = (ms: number): string => iso(ms).slice(0, 10);
+/** The UTC day of `ms`, `YYYY-MM-DD` (found once per day by a recorder, so toISOString's cost does not matter). */
+export const dayOf = (ms: number): string => new Date(ms).toISOString().slice(0, 10);
 
 /** A key's uses not yet written: the latest time and the count per day. */
 interface Pending {
@@ -31,15 +32,6 @@ export interface UseRecorder {
   close(): Promise<void>;
 }
 
-export interface UseRecorderOptions {
-  /** How often pending uses are looked at (default 5,000 ms): the longest wait for a first write. */
-  tickMs?: number;
-  /** Shortest time between two writes of one key by this server (default 60,000 ms). */
-  intervalMs?: number;
-  now?: () => number;
-  /** A failed write is kept pending and retried at the next tick; this hears about it (never with a secret). */
-  onError?: (error: unknown) => void;
-}
 
 /** Keys whose last write is remembered; beyond that the oldest are forgotten (their next use writes again, once). */
 const WRITTEN_MAX = 100_000;

@@ -7,7 +7,6 @@ import type { Actor, ApiKeyInfo, AuditEvent, CreatedKey, CreateKeyInput, KeyPatc
 import type { ExportedKey } from "./transfer.ts";
 import type { AtomicIndex } from "./atomic.ts";
 import type { AuditLog, AuditQuery } from "./audit.ts";
-import type { UseRecorderOptions } from "./last-use.ts";
 
 export interface KeyStoreOptions {
   /** Where keys live; defaults to an in-memory storage. */
@@ -30,6 +29,17 @@ export interface KeyStoreOptions {
   now?: () => number;
   /** How `verifyDetailed` writes the uses it counts (see `createUseRecorder`; default: within 5 s, then once a minute per key). */
   useRecorder?: UseRecorderOptions;
+}
+
+/** How a use recorder (`createUseRecorder`, last-use.ts) writes. */
+export interface UseRecorderOptions {
+  /** How often pending uses are looked at (default 5,000 ms): the longest wait for a first write. */
+  tickMs?: number;
+  /** Shortest time between two writes of one key by this server (default 60,000 ms). */
+  intervalMs?: number;
+  now?: () => number;
+  /** A failed write is kept pending and retried at the next tick; this hears about it (never with a secret). */
+  onError?: (error: unknown) => void;
 }
 
 /** Options every change takes. */
