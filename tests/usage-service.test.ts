@@ -7,7 +7,10 @@ import { createKeyStore, type KeyStore } from "../lib/store/key-store.ts";
 import type { KeyUse } from "../lib/store/types.ts";
 import { type RunningServer, serve } from "../lib/http/serve.ts";
 import { createRemoteBackend } from "../lib/client/remote.ts";
-import { runCli } from "./helpers/cli.ts";
+import { execFile } from "node:child_process";
+import { chmodSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { ROOT, runCli, tempDir } from "./helpers/cli.ts";
 import { type RedisServer, startRedis } from "./helpers/redis.ts";
 import { gql, type ServerProcess, startServer } from "./helpers/server.ts";
 
@@ -160,5 +163,37 @@ describe("disable across two servers, the CLI and remote mode", () => {
     const usage = await remote("--usage", "--name", "worker", "--json");
     expect(usage.code, usage.stderr).toBe(0);
     expect(JSON.parse(usage.stdout)).toEqual({ total: expect.any(Number), days: expect.any(Array) });
+  });
+
+  it("the check-key.sh example of docs/service.md lets a valid key through and refuses the others with their code", async () => {
+    const script = /```sh\n(#!\/bin\/sh\n# check-key\.sh[\s\S]*?)```/.exec(readFileSync(join(ROOT, "docs/service.md"), "utf8"))![1];
+    expect(script.trim().split("\n").length).toBeLessThanOrEqual(20);
+    const { dir, cleanup } = tempDir("service-api-check-key-");
+    try {
+      const path = join(dir, "check-key.sh");
+      writeFileSync(path, script);
+      chmodSync(path, 0o755);
+      const gate = JSON.parse((await cli("apikey", "--create", "--name", "gate", "-p", "API_KEY:READ_ANY", "--json")).stdout);
+      const client = JSON.parse((await cli("apikey", "--create", "--name", "docker reader", "-p", "DOCKER:READ_ANY", "--json")).stdout);
+      const check = (...args: string[]) =>
+        new Promise<{ code: number; stderr: string }>((resolve) =>
+          execFile(path, args, { env: { ...process.env, SERVICE_API_URL: servers[1].url, SERVICE_API_KEY: gate.key } }, (error, _out, stderr) =>
+            resolve({ code: error ? Number(error.code) : 0, stderr })
+          )
+        );
+      expect(await check(client.key, "DOCKER:READ_ANY")).toEqual({ code: 0, stderr: "" });
+      expect(await check(client.key)).toEqual({ code: 0, stderr: "" });
+      expect(await check(client.key, "DOCKER:DELETE_ANY")).toEqual({ code: 1, stderr: "refused: INSUFFICIENT_PERMISSIONS\n" });
+      expect(await check(`${client.key}","p":null,"x":"`, "DOCKER:DELETE_ANY")).toEqual({ code: 1, stderr: "refused: NOT_FOUND\n" });
+      expect(await check(`${client.key.slice(0, -2)}AA`)).toEqual({ code: 1, stderr: "refused: NOT_FOUND\n" });
+      await cli("apikey", "--update", "--name", "docker reader", "--disable");
+      expect(await check(client.key, "DOCKER:READ_ANY")).toEqual({ code: 1, stderr: "refused: DISABLED\n" });
+      const noRights = await new Promise<number>((resolve) =>
+        execFile(path, [client.key], { env: { ...process.env, SERVICE_API_URL: servers[1].url, SERVICE_API_KEY: client.key } }, (error) => resolve(Number(error?.code ?? 0)))
+      );
+      expect(noRights).toBe(2); // the gatekeeper's own key refused: a key service error, not a verdict on the client
+    } finally {
+      cleanup();
+    }
   });
 });
