@@ -90,9 +90,11 @@ export type {
   KeyBackend,
   KeyStore,
   KeyStoreOptions,
+  KeyUse,
   OnConflict,
   Refusal,
   VerifiedKey,
+  VerifyOptions,
 } from "./types.ts";
 import type { KeyStore, KeyStoreOptions } from "./types.ts";
 
