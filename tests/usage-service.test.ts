@@ -113,6 +113,7 @@ describe("disable across two servers, the CLI and remote mode", () => {
 
   it("a key disabled by the CLI gets 401 KEY_DISABLED on both servers at the next request; enabled, 200 again", async () => {
     const made = JSON.parse((await cli("apikey", "--create", "--name", "paused", "-r", "ADMIN", "--json")).stdout);
+    const admin = JSON.parse((await cli("apikey", "--create", "--name", "lister", "-r", "ADMIN", "--json")).stdout);
     for (const s of servers) expect((await gql(s.url, ME, { key: made.key })).status).toBe(200);
     const disabled = await cli("apikey", "--update", "--name", "paused", "--disable", "--reason", "rotating credentials");
     expect(disabled.code, disabled.stderr).toBe(0);
@@ -129,6 +130,10 @@ describe("disable across two servers, the CLI and remote mode", () => {
     const listed = JSON.parse((await cli("apikey", "--list", "--json")).stdout).keys;
     expect(listed[0]).toMatchObject({ name: "paused", disabled: true, disabledReason: "rotating credentials" });
     expect((await cli("apikey", "--list")).stdout.trim().split("\t")[9]).toBe("disabled");
+    expect((await cli("apikey", "--list", "--filter", "state:disabled")).stdout.split("\t")[0]).toBe("paused");
+    expect((await cli("apikey", "--list", "--filter", "state:active")).stdout).not.toContain("paused");
+    const viaGraphql = await gql(servers[1].url, '{ apiKeys(filter: "state:disabled") { name disabled disabledReason } }', { key: admin.key });
+    expect(viaGraphql.body.data.apiKeys).toEqual([{ name: "paused", disabled: true, disabledReason: "rotating credentials" }]);
     expect((await cli("apikey", "--audit", "--json")).stdout).toContain('"action":"disable"');
     expect((await cli("apikey", "--update", "--name", "paused", "--enable")).code).toBe(0);
     for (const s of servers) expect((await gql(s.url, ME, { key: made.key })).status).toBe(200);

@@ -79,7 +79,7 @@ type AuditEvent {
   id: PrefixedID!
   name: String!
   actor: AuditActor!
-  "update: the fields it changed (name, description, roles, permissions, expiresAt, labels)."
+  "update, disable, enable: the fields it changed (name, description, roles, permissions, expiresAt, labels, disabled, disabledReason)."
   changed: [String!]
   "overwrite: the id of the key it replaced."
   replaced: PrefixedID
