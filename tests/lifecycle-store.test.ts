@@ -282,4 +282,28 @@ describe.each(Object.keys(backends))("key lifecycle on %s", (kind) => {
     expect(await store.usage(id)).toEqual({ total: 3, days: [{ date: "2029-12-31", count: 2 }, { date: "2030-01-01", count: 1 }] });
     expect((await store.get(id))?.lastUsedAt).toBe(at(T0 + 1_000));
   });
+
+  it("a write that fails part-way retries only the keys it did not write: no count is added twice", async () => {
+    const storage = createStorage();
+    let failOn = "";
+    const setItem = storage.setItem.bind(storage);
+    storage.setItem = (async (key: string, value: unknown) => {
+      if (key === failOn) throw new Error("disk full");
+      return setItem(key, value as never);
+    }) as typeof storage.setItem;
+    const local = createKeyStore({ storage, now });
+    const first = await local.create(input("first"));
+    const second = await local.create(input("second"));
+    const errors: unknown[] = [];
+    const recorder = createUseRecorder(local, { tickMs: 60_000, now: () => T0, onError: (e) => errors.push(e) });
+    recorder.seen(first.id);
+    recorder.seen(second.id);
+    failOn = `keys:${second.id}`;
+    await recorder.flush();
+    expect(errors).toHaveLength(1);
+    failOn = "";
+    await recorder.close();
+    expect((await local.usage(first.id))?.total).toBe(1);
+    expect((await local.usage(second.id))?.total).toBe(1);
+  });
 });

@@ -12,7 +12,7 @@ import { isKeyId } from "../core/input.ts";
 import { can } from "../core/policy.ts";
 import { iso, type StoreContext } from "./_context.ts";
 import { publicView } from "./_entries.ts";
-import { createUseRecorder, dayOf, type UseRecorder, type UseRecorderOptions } from "./last-use.ts";
+import { createUseRecorder, dayOf, UNWRITTEN, type UseRecorder, type UseRecorderOptions } from "./last-use.ts";
 import type { KeyUse, Refusal, VerifiedKey, VerifyOptions } from "./types.ts";
 
 /** How many UTC days of counts a key keeps, today included. */
@@ -48,23 +48,33 @@ export function createUsage(ctx: StoreContext, deps: UsageDeps, recorderOptions:
   let recorder: UseRecorder | undefined;
 
   const recordUse = async (uses: ReadonlyMap<string, number | KeyUse>): Promise<void> => {
-    for (const [id, use] of uses) {
-      if (!isKeyId(id)) continue;
-      const { at, days } = typeof use === "number" ? { at: use, days: undefined } : use;
-      // Under the key's lock, like every rewrite of a record: a delete's clean-up runs before or after,
-      // never between the read and the write, so a deleted key is never written back.
-      await atomic.exclusive(`keys:${id}`, async () => {
-        const record = await entries.readRecord(id);
-        if (!record) return; // gone
-        const later = Number.isFinite(at) && !(record.lastUsedAt && Date.parse(record.lastUsedAt) >= at);
-        const adds = days !== undefined && Object.values(days).some(isCount);
-        if (!later && !adds) return; // a later use is there, and nothing to count
-        const next: StoredKey = { ...record };
-        if (later) next.lastUsedAt = iso(at);
-        if (adds) next.usage = counted(record.usage, days, now());
-        await storage.setItem(`keys:${id}`, next);
-      });
+    const ids = [...uses.keys()];
+    for (const [i, id] of ids.entries()) {
+      try {
+        await recordOne(id, uses.get(id)!);
+      } catch (error) {
+        // Counts add up, so a retry must not repeat the keys already written: the error names those that were not.
+        throw Object.assign(error instanceof Error ? error : new Error(String(error)), { [UNWRITTEN]: ids.slice(i) });
+      }
     }
+  };
+
+  const recordOne = async (id: string, use: number | KeyUse): Promise<void> => {
+    if (!isKeyId(id)) return;
+    const { at, days } = typeof use === "number" ? { at: use, days: undefined } : use;
+    // Under the key's lock, like every rewrite of a record: a delete's clean-up runs before or after,
+    // never between the read and the write, so a deleted key is never written back.
+    await atomic.exclusive(`keys:${id}`, async () => {
+      const record = await entries.readRecord(id);
+      if (!record) return; // gone
+      const later = Number.isFinite(at) && !(record.lastUsedAt && Date.parse(record.lastUsedAt) >= at);
+      const adds = days !== undefined && Object.values(days).some(isCount);
+      if (!later && !adds) return; // a later use is there, and nothing to count
+      const next: StoredKey = { ...record };
+      if (later) next.lastUsedAt = iso(at);
+      if (adds) next.usage = counted(record.usage, days, now());
+      await storage.setItem(`keys:${id}`, next);
+    });
   };
 
   const usage = async (id: string): Promise<KeyUsage | null> => {

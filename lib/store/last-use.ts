@@ -7,13 +7,28 @@
  * - `close` writes what is pending, so a server that stops loses nothing it saw.
  * Several servers each write their own latest time and their own counts; the store keeps the latest of
  * all times and adds the counts (`recordUse`, under the key's lock), and never writes a deleted key back.
- * A failed write keeps its counts pending, added to those seen meanwhile: none is lost or counted twice.
+ * A failed write keeps the counts it did not write pending, added to those seen meanwhile (see `UNWRITTEN`).
  */
 import type { KeyStore, KeyUse, UseRecorderOptions } from "./types.ts";
 
 export type { UseRecorderOptions };
 
 const DAY_MS = 86_400_000;
+
+/**
+ * On an error of `recordUse`: the ids it did not write (the one that failed and those after it). A
+ * recorder retries only those, so counts written before the failure are not added twice. (A write whose
+ * outcome is unknown, a connection lost after the store applied it, may still count twice.)
+ */
+export const UNWRITTEN: unique symbol = Symbol.for("service-api-keys: recordUse unwritten ids, v1");
+
+/** The ids an error of `recordUse` says were not written (its own, or its cause's), or undefined: all of them. */
+function unwrittenOf(error: unknown): ReadonlySet<string> | undefined {
+  for (let e = error as { [UNWRITTEN]?: string[]; cause?: unknown } | undefined, depth = 0; e && depth < 3; e = e.cause as typeof e, depth++) {
+    if (Array.isArray(e[UNWRITTEN])) return new Set(e[UNWRITTEN]);
+  }
+  return undefined;
+}
 /** The UTC day of `ms`, `YYYY-MM-DD` (found once per day by a recorder, so toISOString's cost does not matter). */
 export const dayOf = (ms: number): string => new Date(ms).toISOString().slice(0, 10);
 
@@ -72,7 +87,10 @@ export function createUseRecorder(store: Pick<KeyStore, "recordUse">, options: U
     while (written.size > WRITTEN_MAX) written.delete(written.keys().next().value!);
     writing = writing.then(() => store.recordUse(due as ReadonlyMap<string, KeyUse>)).catch((error) => {
       // Not written: pending again, as if never attempted, so the next tick retries it (not a minute later).
+      const unwritten = unwrittenOf(error);
       for (const [id, used] of due) {
+        if (unwritten && !unwritten.has(id)) continue; // written before the failure
+
         const since = pending.get(id);
         if (since) {
           since.at = Math.max(since.at, used.at);
