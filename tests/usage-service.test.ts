@@ -84,13 +84,26 @@ describe("verifyApiKey", () => {
     const forbidden = await gql(server.url, `query ($k: String!) { verifyApiKey(key: $k) { valid } }`, { key: target.key, variables: { k: caller.key } });
     expect(forbidden.body.errors[0].extensions.code).toBe("FORBIDDEN");
 
-    await server.close();
+    await server.close(); // writes what its recorder holds: verifications included
     // Two verifications of the partner key, in the caller's one request, and the forbidden attempt it
     // authenticated itself. The caller: its 4 requests, none of its verifications counted as its own.
-    await expect.poll(async () => (await store.usage(target.id))?.total, { interval: 10, timeout: 2_000 }).toBe(3);
+    expect((await store.usage(target.id))?.total).toBe(3);
     expect((await store.usage(caller.id))?.total).toBe(4);
     expect((await store.usage(guest.id))?.total).toBe(0);
     await store.close();
+  });
+
+  it("a server that records no use (recordLastUse: false) counts no verification either", async () => {
+    const store = createKeyStore({ useRecorder: { tickMs: 10 } });
+    const server = await start({ store, recordLastUse: false });
+    const caller = await make(store, "gateway");
+    const target = await make(store, "partner", ["GUEST"]);
+    const answer = await gql(server.url, `query ($k: String!) { verifyApiKey(key: $k) { code } }`, { key: caller.key, variables: { k: target.key } });
+    expect(answer.body.data.verifyApiKey.code).toBe("VALID");
+    await server.close();
+    await new Promise((r) => setTimeout(r, 100)); // ten ticks of the store's own recorder, were it used
+    expect(await store.get(target.id)).not.toHaveProperty("lastUsedAt");
+    expect((await store.usage(target.id))?.total).toBe(0);
   });
 });
 

@@ -20,6 +20,8 @@ export type GraphQLContext = {
   store: KeyStore;
   /** This request's `store.list()`, once asked for. */
   listed?: Promise<ApiKeyInfo[]>;
+  /** Notes a key's use (the service's last-use recorder; a no-op when it records none); absent: the store's own recorder. */
+  seen?: (id: string) => void;
 } & Pick<AuditContext, "audited">;
 
 type Args = Record<string, any>;

@@ -8,7 +8,7 @@ import { parseInput, PermissionsSchema } from "../core/input.ts";
 import type { KeyStore } from "../store/key-store.ts";
 
 /** What these resolvers need of the request's context (a part of fields.ts's `GraphQLContext`). */
-type StoreContext = { store: KeyStore };
+type StoreContext = { store: KeyStore; seen?: (id: string) => void };
 
 export const USAGE_SDL = /* GraphQL */ `
 extend type ApiKey {
@@ -80,7 +80,8 @@ extend type Query {
 export const USAGE_QUERY = {
   verifyApiKey: {
     needs: "API_KEY:READ_ANY" as const,
-    resolve: (a: Record<string, any>, { store }: StoreContext) => store.verifyDetailed(a.key, { permissions: parseInput(PermissionsSchema, a.permissions ?? []) }),
+    resolve: (a: Record<string, any>, { store, seen }: StoreContext) =>
+      store.verifyDetailed(a.key, { permissions: parseInput(PermissionsSchema, a.permissions ?? []), ...(seen ? { onUse: seen } : {}) }),
   },
 };
 

@@ -102,14 +102,14 @@ export function createUsage(ctx: StoreContext, deps: UsageDeps, recorderOptions:
     const key = await deps.verify(secret);
     if (key) {
       // The verified key's use, coalesced like the service's: never a write per call.
-      recorder ??= createUseRecorder({ recordUse }, {
+      if (options.onUse) options.onUse(key.id);
+      else (recorder ??= createUseRecorder({ recordUse }, {
         ...recorderOptions,
         onError: (error) => {
           ctx.debug(`store: recording a verified key's use failed: ${error instanceof Error ? error.message : String(error)}`);
           recorderOptions.onError?.(error);
         },
-      });
-      recorder.seen(key.id);
+      })).seen(key.id);
       const { validity: _validity, ...info } = key;
       const lacking = (options.permissions ?? []).some((p) => p.actions.some((action) => !can(key, p.resource, action)));
       return answer(lacking ? "INSUFFICIENT_PERMISSIONS" : "VALID", info);

@@ -98,6 +98,11 @@ export interface KeyUse {
 export interface VerifyOptions {
   /** The permissions the key must hold (its roles count): else the answer is INSUFFICIENT_PERMISSIONS. */
   permissions?: readonly Permission[];
+  /**
+   * Notes the verified key's use instead of the store's own recorder: the service passes its last-use
+   * recorder's `seen` (or a no-op when it records no use), so one server writes each key's use once.
+   */
+  onUse?: (id: string) => void;
 }
 
 export interface KeyStore {
