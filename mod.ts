@@ -15,7 +15,7 @@
  * (await store.verify(key))?.name; // "ci"
  */
 export { ACTIONS, RESOURCES, ROLE_DESCRIPTIONS, ROLES } from "./lib/core/model.ts";
-export { AUDIT_ACTIONS } from "./lib/core/model.ts";
+export { AUDIT_ACTIONS, VERIFICATION_CODES } from "./lib/core/model.ts";
 export type {
   Actor,
   ApiKeyInfo,
@@ -25,9 +25,12 @@ export type {
   CreatedKey,
   CreateKeyInput,
   KeyPatch,
+  KeyUsage,
+  KeyVerification,
   Permission,
   Resource,
   Role,
+  VerificationCode,
 } from "./lib/core/model.ts";
 export { checkExpiresAt, expiryFrom, parseDuration, parseGrace, parseSince } from "./lib/core/lifecycle.ts";
 export { ERROR_CODES, type ErrorCode, isServiceError, ServiceError } from "./lib/core/errors.ts";
@@ -51,9 +54,11 @@ export {
   type KeyBackend,
   type KeyStore,
   type KeyStoreOptions,
+  type KeyUse,
   type Refusal,
   type RotateOptions,
   type VerifiedKey,
+  type VerifyOptions,
 } from "./lib/store/key-store.ts";
 export { type AuditLog, type AuditQuery, createMemoryAuditLog, describeActor, localActor } from "./lib/store/audit.ts";
 export { createUseRecorder, type UseRecorder, type UseRecorderOptions } from "./lib/store/last-use.ts";

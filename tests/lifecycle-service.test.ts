@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { createStorage } from "unstorage";
 import type { Role } from "../lib/core/model.ts";
 import { createKeyStore, type KeyStore } from "../lib/store/key-store.ts";
+import type { KeyUse } from "../lib/store/types.ts";
 import { type RunningServer, serve } from "../lib/http/serve.ts";
 import { gql, startServer } from "./helpers/server.ts";
 import { runCli, tempDir } from "./helpers/cli.ts";
@@ -153,10 +154,10 @@ describe("last use in the service", () => {
   /** A store whose `recordUse` calls are kept, and a recorder clock the test sets. */
   function recorded() {
     const store = createKeyStore();
-    const calls: Map<string, number>[] = [];
+    const calls: Map<string, number | KeyUse>[] = [];
     const counted: KeyStore = { ...store, recordUse: async (uses) => (calls.push(new Map(uses)), store.recordUse(uses)) };
     /** The times written for key `id`, in order. */
-    const writesOf = (id: string) => calls.filter((uses) => uses.has(id)).map((uses) => uses.get(id));
+    const writesOf = (id: string) => calls.filter((uses) => uses.has(id)).map((uses) => (uses.get(id) as KeyUse).at);
     return { store, counted, calls, writesOf, clock: { now: T0 } };
   }
 

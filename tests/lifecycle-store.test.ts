@@ -9,6 +9,7 @@ import { fsDriver } from "../lib/store/drivers/fs.ts";
 import { openRedisBackend } from "../lib/store/drivers/redis.ts";
 import { createKeyStore, createLocalAtomicIndex, type KeyStore } from "../lib/store/key-store.ts";
 import { createUseRecorder } from "../lib/store/last-use.ts";
+import type { KeyUse } from "../lib/store/types.ts";
 import { tempDir } from "./helpers/cli.ts";
 import { type RedisServer, startRedis } from "./helpers/redis.ts";
 import { input } from "./helpers/keys.ts";
@@ -227,11 +228,11 @@ describe.each(Object.keys(backends))("key lifecycle on %s", (kind) => {
     expect((await store.verify(a.key))?.id).toBe(a.id);
   });
 
-  it("the recorder writes a key's first use within a tick, then at most once per interval, with the latest time", async () => {
+  it("the recorder writes a key's first use within a tick, then at most once per interval, with the latest time and every use counted", async () => {
     const { id, key } = await store.create(input("busy"));
-    const writes: Array<Map<string, number>> = [];
-    const counted = { recordUse: async (uses: ReadonlyMap<string, number>) => {
-      writes.push(new Map(uses));
+    const writes: Array<Map<string, KeyUse>> = [];
+    const counted = { recordUse: async (uses: ReadonlyMap<string, number | KeyUse>) => {
+      writes.push(new Map([...uses].map(([id, use]) => [id, structuredClone(use as KeyUse)])));
       await store.recordUse(uses);
     } };
     let wall = T0;
@@ -245,15 +246,64 @@ describe.each(Object.keys(backends))("key lifecycle on %s", (kind) => {
       recorder.seen(id);
       if (i === 0) {
         while (!writes.length && performance.now() - started < 2000) await new Promise((r) => setTimeout(r, 5));
-        expect(writes[0].get(id)).toBe(T0);
+        expect(writes[0].get(id)?.at).toBe(T0);
       }
       if (i % 100 === 0) wall = T0 + i * 1.2, await new Promise((r) => setTimeout(r, 60));
     }
     // The recorder's clock covered 1,200 ms: the first write, then at most one per 400 ms.
     expect(writes.length).toBeLessThanOrEqual(1 + Math.ceil(1200 / 400));
     await recorder.close();
-    expect(writes.at(-1)!.get(id)).toBe(last);
+    expect(writes.at(-1)!.get(id)?.at).toBe(last);
     expect((await other.get(id))?.lastUsedAt).toBe(at(last));
+    // Every use counted once, on its UTC day, however the writes were coalesced.
+    expect(writes.reduce((sum, write) => sum + (write.get(id)?.days?.["2030-01-01"] ?? 0), 0)).toBe(1000);
+    expect(await other.usage(id)).toEqual({ total: 1000, days: [{ date: "2030-01-01", count: 1000 }] });
     expect((await other.verify(key))?.id).toBe(id);
+  });
+
+  it("the recorder counts uses per UTC day across midnight, and a failed write loses no count and counts none twice", async () => {
+    const { id } = await store.create(input("night owl"));
+    let failing = true;
+    const flaky = { recordUse: async (uses: ReadonlyMap<string, number | KeyUse>) => {
+      if (failing) throw new Error("store down");
+      await store.recordUse(uses);
+    } };
+    let wall = T0 - 1_000; // 1 s before midnight UTC
+    const errors: unknown[] = [];
+    const recorder = createUseRecorder(flaky, { tickMs: 60_000, now: () => wall, onError: (e) => errors.push(e) });
+    recorder.seen(id);
+    recorder.seen(id);
+    await recorder.flush();
+    expect(errors).toHaveLength(1);
+    wall = T0 + 1_000;
+    recorder.seen(id);
+    failing = false;
+    await recorder.close();
+    expect(await store.usage(id)).toEqual({ total: 3, days: [{ date: "2029-12-31", count: 2 }, { date: "2030-01-01", count: 1 }] });
+    expect((await store.get(id))?.lastUsedAt).toBe(at(T0 + 1_000));
+  });
+
+  it("a write that fails part-way retries only the keys it did not write: no count is added twice", async () => {
+    const storage = createStorage();
+    let failOn = "";
+    const setItem = storage.setItem.bind(storage);
+    storage.setItem = (async (key: string, value: unknown) => {
+      if (key === failOn) throw new Error("disk full");
+      return setItem(key, value as never);
+    }) as typeof storage.setItem;
+    const local = createKeyStore({ storage, now });
+    const first = await local.create(input("first"));
+    const second = await local.create(input("second"));
+    const errors: unknown[] = [];
+    const recorder = createUseRecorder(local, { tickMs: 60_000, now: () => T0, onError: (e) => errors.push(e) });
+    recorder.seen(first.id);
+    recorder.seen(second.id);
+    failOn = `keys:${second.id}`;
+    await recorder.flush();
+    expect(errors).toHaveLength(1);
+    failOn = "";
+    await recorder.close();
+    expect((await local.usage(first.id))?.total).toBe(1);
+    expect((await local.usage(second.id))?.total).toBe(1);
   });
 });

@@ -158,6 +158,7 @@ describe("GUEST", () => {
     online: "{ online }",
     info: "{ info { hostname } }",
     auditLog: "{ auditLog { id action } }",
+    verifyApiKey: "{ verifyApiKey(key: \"sapi_none\") { valid } }",
   };
 
   it("covers every Query field (a new field fails this test until its GUEST rule is checked)", async () => {

@@ -450,6 +450,91 @@ describe.each(Object.keys(backends))("key store contract on %s", (kind) => {
     expect(raw.join("\n")).toMatch(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/);
   });
 
+  it("a disable refuses the key in every instance at once, says why, keeps it listed, and an enable restores it", async () => {
+    const other = await backend.open();
+    const key = await store.create(input("paused"));
+    expect((await store.verify(key.key))?.id).toBe(key.id); // remembered by this instance
+    const disabled = await other.update(key.id, { disabled: true, disabledReason: "leaked in a log" });
+    expect(disabled).toMatchObject({ disabled: true, disabledReason: "leaked in a log" });
+    expect(await store.verify(key.key)).toBeNull();
+    expect(await store.refusal(key.key)).toBe("disabled");
+    expect(await store.verifyDetailed(key.key)).toMatchObject({ valid: false, code: "DISABLED", id: key.id, name: "paused", credits: null, ratelimits: null });
+    expect((await store.list()).find((k) => k.id === key.id)).toMatchObject({ disabled: true, disabledReason: "leaked in a log" });
+    await other.update(key.id, { disabled: false });
+    expect((await store.verify(key.key))?.id).toBe(key.id);
+    const enabled = await store.get(key.id);
+    expect(enabled).not.toHaveProperty("disabled");
+    expect(enabled).not.toHaveProperty("disabledReason");
+    expect((await other.audit()).map((e) => e.action).slice(-2)).toEqual(["disable", "enable"]);
+  });
+
+  it("a disable's reason is checked like a description, and a reason without a disable is refused", async () => {
+    const key = await store.create(input("reasoned"));
+    const refused = async (patch: object) => (await store.update(key.id, patch).catch((e: ServiceError) => e)) as ServiceError;
+    expect((await refused({ disabled: true, disabledReason: `a ${generateSecret()}` })).message).toMatch(/must not contain an API key secret/);
+    expect((await refused({ disabled: true, disabledReason: "bell\u0007" })).code).toBe("INVALID_INPUT");
+    expect((await refused({ disabled: true, disabledReason: "x".repeat(501) })).message).toMatch(/at most 500/);
+    expect((await refused({ disabledReason: "why" })).code).toBe("INVALID_INPUT");
+    expect((await store.update("00000000-0000-4000-8000-000000000000", { disabled: true }).catch((e: ServiceError) => e.code))).toBe("NOT_FOUND");
+  });
+
+  it("counts uses per key per UTC day, adds the counts of several instances, and keeps 30 days", async () => {
+    const other = await backend.open();
+    const key = await store.create(input("counted"));
+    const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+    const now = Date.now();
+    await store.recordUse(new Map([[key.id, { at: now - 40 * 86_400_000, days: { [day(now - 40 * 86_400_000)]: 7 } }]]));
+    await store.recordUse(new Map([[key.id, { at: now - 86_400_000, days: { [day(now - 86_400_000)]: 2 } }]]));
+    await Promise.all([
+      store.recordUse(new Map([[key.id, { at: now, days: { [day(now)]: 3 } }]])),
+      other.recordUse(new Map([[key.id, { at: now - 5, days: { [day(now)]: 4 } }]])),
+    ]);
+    expect(await other.usage(key.id)).toEqual({
+      total: 16,
+      days: [{ date: day(now - 86_400_000), count: 2 }, { date: day(now), count: 7 }],
+    });
+    expect((await store.get(key.id))?.lastUsedAt).toBe(new Date(now).toISOString());
+    expect(await store.get(key.id)).not.toHaveProperty("usage");
+    await store.update(key.id, { description: "kept" });
+    expect((await store.usage(key.id))?.total).toBe(16);
+    await store.deleteById(key.id);
+    await store.recordUse(new Map([[key.id, { at: now, days: { [day(now)]: 1 } }]]));
+    expect(await store.get(key.id)).toBeNull();
+    expect(await store.usage(key.id)).toBeNull();
+  });
+
+  it("verifyDetailed says why, checks permissions, and counts a working key's use off the call's path", async () => {
+    const viewer = await store.create(input("verified", { permissions: [{ resource: "DOCKER", actions: ["READ_ANY"] }] }));
+    vi.useFakeTimers({ toFake: ["setInterval", "clearInterval"] }); // the recorder's tick
+    expect(await store.verifyDetailed(viewer.key, { permissions: [{ resource: "DOCKER", actions: ["READ_ANY"] }] })).toEqual({
+      valid: true, code: "VALID", id: viewer.id, name: "verified", roles: ["VIEWER"],
+      permissions: [{ resource: "DOCKER", actions: ["READ_ANY"] }], expiresAt: null, credits: null, ratelimits: null,
+    });
+    expect(await store.verifyDetailed(viewer.key, { permissions: [{ resource: "DOCKER", actions: ["DELETE_ANY"] }] })).toMatchObject({
+      valid: false, code: "INSUFFICIENT_PERMISSIONS", id: viewer.id,
+    });
+    expect(await store.verifyDetailed(generateSecret())).toMatchObject({ valid: false, code: "NOT_FOUND", id: null, roles: null });
+    expect(await store.verifyDetailed("not a key")).toMatchObject({ code: "NOT_FOUND" });
+    try {
+      expect((await store.usage(viewer.id))?.total).toBe(0); // not written on the call's path
+      await vi.advanceTimersByTimeAsync(5_000);
+    } finally {
+      vi.useRealTimers();
+    }
+    await vi.waitFor(async () => expect(await store.usage(viewer.id)).toEqual({ total: 2, days: [{ date: new Date().toISOString().slice(0, 10), count: 2 }] }));
+    expect((await store.get(viewer.id))?.lastUsedAt).toBeDefined();
+  });
+});
+
+describe("verifyDetailed on an expired key", () => {
+  it("answers EXPIRED with the key's id, and counts no use", async () => {
+    let now = Date.parse("2026-06-01T00:00:00Z");
+    const store = createKeyStore({ now: () => now });
+    const short = await store.create(input("short", { expiresAt: "2026-06-01T01:00:00Z" }));
+    now += 2 * 3_600_000;
+    expect(await store.verifyDetailed(short.key)).toMatchObject({ valid: false, code: "EXPIRED", id: short.id, expiresAt: "2026-06-01T01:00:00.000Z" });
+    await store.close();
+  });
   it("rotate gives the same key a new secret: id and every setting stay, the old secret stops at once on every instance", async () => {
     const other = await backend.open();
     const expiresAt = new Date(Date.now() + 90 * 86_400_000).toISOString();

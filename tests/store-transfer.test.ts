@@ -43,6 +43,23 @@ describe("export and import", () => {
     expect((await target.audit()).map((event) => event.action)).toEqual(["import", "import", "import"]);
   });
 
+  it("carries a disabled key still disabled, with its reason, and a key's use counts", async () => {
+    const store = createKeyStore();
+    const paused = await store.create({ name: "paused", roles: ["VIEWER"], permissions: [] });
+    await store.update(paused.id, { disabled: true, disabledReason: "contract paused" });
+    await store.recordUse(new Map([[paused.id, { at: Date.now(), days: { [new Date().toISOString().slice(0, 10)]: 4 } }]]));
+    const file = text(exportLines(await store.exportRecords()));
+    const target = createKeyStore();
+    await target.importRecords(parseExport(file).keys);
+    expect(await target.get(paused.id)).toMatchObject({ disabled: true, disabledReason: "contract paused" });
+    expect(await target.verifyDetailed(paused.key)).toMatchObject({ code: "DISABLED" });
+    expect(await target.usage(paused.id)).toEqual(await store.usage(paused.id));
+    expect((await target.usage(paused.id))?.total).toBe(4);
+    const forged = file.replace('"disabledReason":"contract paused"', `"disabledReason":"bell\\u0007"`);
+    expect(forged).not.toBe(file);
+    expect((await refusalOf(() => parseExport(forged))).message).toMatch(/disabledReason is not a valid reason/);
+  });
+
   it("refuses a conflict by default and changes nothing; skip leaves the store's key; overwrite replaces it", async () => {
     const { store, secrets } = await source();
     const keys = parseExport(text(exportLines(await store.exportRecords()))).keys;

@@ -68,9 +68,17 @@ export interface ApikeyFlags {
   revoke?: boolean;
   /** scan: what to scan, when not given on the command line (library callers). */
   paths?: string[];
+  /** update: refuse the key (401, KEY_DISABLED) until `--enable`. */
+  disable?: boolean;
+  /** update: a disabled key works again. */
+  enable?: boolean;
+  /** update --disable: why, kept with the key. */
+  reason?: string;
+  /** Print how many requests a key authenticated (in all, per day for the last 30). */
+  usage?: boolean;
 }
 
-export const MODES = ["create", "delete", "update", "rotate", "list", "audit", "export", "import", "scan"] as const;
+export const MODES = ["create", "delete", "update", "rotate", "list", "audit", "usage", "export", "import", "scan"] as const;
 export type Mode = (typeof MODES)[number];
 
 /**
@@ -81,12 +89,13 @@ const MODE_FLAGS: Record<Mode, readonly string[]> = {
   create: ["name", "description", "roles", "permissions", "overwrite", "ifNotExists", "output", "force", "format", "expiresIn", "expiresAt", "grace", "label"],
   delete: ["name", "id", "ifExists", "expired", "retiredRetention"],
   list: ["filter"],
-  update: ["name", "id", "description", "roles", "permissions", "rename", "expiresIn", "expiresAt", "noExpiry", "label", "unlabel"],
+  update: ["name", "id", "description", "roles", "permissions", "rename", "expiresIn", "expiresAt", "noExpiry", "label", "unlabel", "disable", "enable", "reason"],
   audit: ["since", "limit"],
   export: ["output", "force", "withAudit"],
   import: ["dryRun", "onConflict"],
   rotate: ["name", "id", "grace", "output", "force", "format"],
   scan: ["revoke", "paths"],
+  usage: ["name", "id"],
 };
 const COMMON = ["json", "store", "url"];
 const kebab = (flag: string) => `--${flag.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
@@ -127,6 +136,8 @@ export function chooseMode(given: ApikeyFlags): Mode {
   pair("noExpiry", "expiresAt");
   pair("expired", "name");
   pair("expired", "id");
+  pair("disable", "enable");
+  if (has("reason") && !flags.disable) throw new ServiceError("USAGE", "--reason says why a key is disabled: it needs --disable");
   if (flags.expired && flags.ifExists) {
     throw new ServiceError("USAGE", "--delete --expired already exits 0 when nothing has expired: drop --if-exists");
   }

@@ -49,5 +49,6 @@ export function formatUpdated(key: ApiKeyInfo, before: ApiKeyInfo, asJson: boole
   const expiry = key.expiresAt === before.expiresAt
     ? ""
     : key.expiresAt ? `; it expires ${sentenceTime(key.expiresAt)}` : "; it no longer expires";
-  return { stdout: `Updated API key '${key.name}'${renamed} (id ${key.id})${expiry}\n`, exitCode: 0 };
+  const state = key.disabled === before.disabled ? "" : key.disabled ? "; it is disabled: refused until --enable" : "; it is enabled again";
+  return { stdout: `Updated API key '${key.name}'${renamed} (id ${key.id})${expiry}${state}\n`, exitCode: 0 };
 }

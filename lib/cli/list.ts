@@ -13,10 +13,10 @@ export const shortTime = (iso: string) => iso.replace("T", " ").slice(0, 16);
 
 export { type KeyState, keyState } from "../core/lifecycle.ts";
 
-/** The EXPIRES cell: "never", the time, "expired", or for a replaced key the end of its grace period. */
+/** The EXPIRES cell: "never", the time, "expired", "disabled", or for a replaced key the end of its grace period. */
 export function expiryCell(key: ApiKeyInfo, now: number): string {
   const state = keyState(key, now);
-  if (state === "expired") return "expired";
+  if (state === "expired" || state === "disabled") return state;
   if (state === "grace") {
     const ends = untilOf(key.expiresAt) < untilOf(key.graceUntil) ? key.expiresAt! : key.graceUntil!;
     return `${shortTime(ends)} (grace)`;

@@ -9,7 +9,7 @@ import { jsonLine } from "./json-text.ts";
 import { printable } from "./scan-text.ts";
 import type { Skipped } from "./scan-walk.ts";
 
-export type Status = "live" | "expired" | "unknown";
+export type Status = "live" | "disabled" | "expired" | "unknown";
 
 export interface Finding {
   path: string;
@@ -62,11 +62,11 @@ function summary(r: ScanResult): string {
     s.pseudo && plural(s.pseudo, "pseudo file system (/proc, /sys)", "pseudo file systems (/proc, /sys)"),
     s.unreadable && plural(s.unreadable, "unreadable path"),
   ].filter(Boolean);
-  const total = r.counts.live + r.counts.expired + r.counts.unknown;
+  const total = r.counts.live + r.counts.disabled + r.counts.expired + r.counts.unknown;
   const lines = [
     `Scanned ${plural(r.files, "input")} (${mb} MB)${skipped.length ? `; skipped ${skipped.join(", ")}` : ""}.`,
     total
-      ? `Found ${plural(total, "secret")}: ${r.counts.live} live, ${r.counts.expired} expired, ${r.counts.unknown} unknown.` +
+      ? `Found ${plural(total, "secret")}: ${r.counts.live} live, ${r.counts.disabled ? `${r.counts.disabled} disabled, ` : ""}${r.counts.expired} expired, ${r.counts.unknown} unknown.` +
         (r.omitted ? ` ${r.omitted} not listed one by one.` : "")
       : "No secrets found.",
   ];

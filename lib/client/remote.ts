@@ -5,16 +5,17 @@
  */
 import type { KeyBackend, KeyStore } from "../store/key-store.ts";
 
-/** The store's methods a remote service offers: the command's, and `update`. */
-export type RemoteBackend = KeyBackend & Pick<KeyStore, "update">;
+/** The store's methods a remote service offers: the command's, `update` and `verifyDetailed`. */
+export type RemoteBackend = KeyBackend & Pick<KeyStore, "update" | "verifyDetailed">;
 import type { Actor, ApiKeyInfo, AuditAction, AuditEvent, CreatedKey } from "../core/model.ts";
 import type { AuditQuery } from "../store/audit.ts";
 import { ServiceError } from "../core/errors.ts";
 import { type Client, ClientError, createClient } from "./client.ts";
 import * as v from "valibot";
 import { ServerText, untrustedText } from "./_untrusted.ts";
+import { remoteUsage } from "./_usage.ts";
 
-const FIELDS = "id name description roles createdAt permissions { resource actions } expiresAt lastUsedAt graceUntil labels { key value }";
+const FIELDS = "id name description roles createdAt permissions { resource actions } expiresAt lastUsedAt graceUntil labels { key value } disabled disabledReason";
 const EVENT_FIELDS = "at action id name actor { kind user host id name } changed replaced";
 /** Events asked for in one `auditLog` answer: about 250 KB of JSON, and 1.2 MB at most, well under the client's 4 MiB. */
 const AUDIT_PAGE = 1_000;
@@ -36,10 +37,13 @@ const RawKeySchema = v.object({
   lastUsedAt: v.nullish(ServerTime),
   graceUntil: v.nullish(ServerTime),
   labels: v.nullish(v.array(v.object({ key: ServerText, value: ServerText }))),
+  disabled: v.nullish(v.boolean()),
+  disabledReason: v.nullish(ServerText),
 });
 type Nullable<T, K extends keyof T> = Omit<T, K> & { [P in K]?: T[P] | null };
-type RawKey = Nullable<Omit<ApiKeyInfo, "labels">, "description" | "expiresAt" | "lastUsedAt" | "graceUntil"> & {
+type RawKey = Nullable<Omit<ApiKeyInfo, "labels" | "disabled">, "description" | "expiresAt" | "lastUsedAt" | "graceUntil" | "disabledReason"> & {
   labels?: { key: string; value: string }[] | null;
+  disabled?: boolean | null;
 };
 /** Labels as GraphQL takes them: a list of pairs. */
 const labelList = (labels: Record<string, string> | undefined) =>
@@ -74,7 +78,7 @@ const EventSchema = v.object({
 const AuditSchema = v.object({ auditLog: v.array(EventSchema) });
 
 /** The store's shape, field order included (GraphQL gives `null` for absent fields; the store leaves them out). */
-function toInfo({ id, name, description, roles, permissions, createdAt, expiresAt, lastUsedAt, graceUntil, labels }: RawKey): ApiKeyInfo {
+function toInfo({ id, name, description, roles, permissions, createdAt, expiresAt, lastUsedAt, graceUntil, labels, disabled, disabledReason }: RawKey): ApiKeyInfo {
   return {
     id,
     name,
@@ -86,6 +90,7 @@ function toInfo({ id, name, description, roles, permissions, createdAt, expiresA
     ...(lastUsedAt ? { lastUsedAt } : {}),
     ...(graceUntil ? { graceUntil } : {}),
     ...(labels?.length ? { labels: Object.fromEntries(labels.map(({ key, value }) => [key, value])) } : {}),
+    ...(disabled ? { disabled: true as const, ...(disabledReason ? { disabledReason } : {}) } : {}),
   };
 }
 
@@ -140,6 +145,7 @@ export function createRemoteBackend(options: RemoteBackendOptions | { client: Cl
   };
 
   return {
+    ...remoteUsage(client),
     list,
     getByName,
     isEmpty: async () => (await list()).length === 0,

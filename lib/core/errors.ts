@@ -8,6 +8,8 @@ export const ERROR_CODES = {
   // Its own status, so a `set -e` script tells a broken environment from "name taken" or "nothing to delete".
   STORE_UNAVAILABLE: { exit: 3, http: 503 },
   UNAUTHENTICATED: { exit: 1, http: 401 },
+  // A disabled key is refused like an expired one (401), with a code of its own so a client can tell.
+  KEY_DISABLED: { exit: 1, http: 401 },
   FORBIDDEN: { exit: 1, http: 403 },
   CANCELLED: { exit: 130, http: 400 },
   INTERNAL: { exit: 1, http: 500 },

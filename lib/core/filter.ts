@@ -3,7 +3,7 @@
  * one of which a key must match.
  *
  *   label:env=prod   has the label env with the value prod     label:env   has a label env
- *   role:ADMIN       holds the role (case-insensitive)          state:expired  active, grace or expired
+ *   role:ADMIN       holds the role (case-insensitive)          state:expired  active, grace, expired or disabled
  *   name:deploy      its name contains the text                 deploy      the same, without the prefix
  *
  * A mistyped role, state or prefix is refused with a did-you-mean, never read as "matches nothing".

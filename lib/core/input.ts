@@ -76,6 +76,17 @@ export const DescriptionSchema: v.GenericSchema<string | undefined, string | und
   v.transform((s) => s || undefined),
 );
 
+const REASON_MAX = 500;
+/** Why a key was disabled: held to a description's rules (no secret, no control characters), at most 500 characters. */
+export const ReasonSchema: v.GenericSchema<string | undefined, string | undefined> = v.pipe(
+  v.optional(v.string("Reason must be a string"), ""),
+  v.trim(),
+  v.check((s) => [...s].length <= REASON_MAX, `Reason must be at most ${REASON_MAX} characters`),
+  v.check((s) => isPrintableAscii(s) || !UNSAFE_TEXT().test(s), "Reason must not contain control or bidirectional-override characters"),
+  v.check((s) => !containsSecret(s), "Reason must not contain an API key secret (sapi_…): it would be stored in clear"),
+  v.transform((s) => s || undefined),
+);
+
 // The schemas' types are written out (as valibot's GenericSchema) so the package's public API has explicit
 // types, as JSR requires; the inferred pipe types are long and would change with every rule.
 /** A comma-separated list, or a list of such strings. */

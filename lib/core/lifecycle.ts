@@ -114,12 +114,16 @@ export function parseSince(text: unknown, now: number, flag = "--since"): number
 /** Milliseconds since the epoch for a stored ISO time, Infinity when absent (never). */
 export const untilOf = (iso: string | undefined): number => (iso ? Date.parse(iso) : Infinity);
 
-/** Where a key is in its life: working, past its expiry or grace period, or replaced but in its grace period. */
-export type KeyState = "active" | "expired" | "grace";
-export const KEY_STATES: readonly KeyState[] = ["active", "expired", "grace"];
+/**
+ * Where a key is in its life: working, past its expiry or grace period, replaced but in its grace period,
+ * or disabled (refused until enabled again).
+ */
+export type KeyState = "active" | "expired" | "grace" | "disabled";
+export const KEY_STATES: readonly KeyState[] = ["active", "expired", "grace", "disabled"];
 
-/** A key's state at `now` (ms): expired once its expiry or its grace period has passed. */
-export function keyState(key: { expiresAt?: string; graceUntil?: string }, now: number): KeyState {
+/** A key's state at `now` (ms): expired once its expiry or its grace period has passed, else disabled while it is. */
+export function keyState(key: { expiresAt?: string; graceUntil?: string; disabled?: boolean }, now: number): KeyState {
   if (Math.min(untilOf(key.expiresAt), untilOf(key.graceUntil)) <= now) return "expired";
+  if (key.disabled) return "disabled";
   return key.graceUntil ? "grace" : "active";
 }

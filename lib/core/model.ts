@@ -53,11 +53,43 @@ export interface ApiKeyInfo {
   graceUntil?: string;
   /** The operator's `key=value` labels (see lib/core/labels.ts), keys sorted; absent: none. */
   labels?: Record<string, string>;
+  /** Present (true) on a disabled key: refused like an expired one until enabled again. */
+  disabled?: true;
+  /** Why it was disabled, as the operator said (validated like a description). */
+  disabledReason?: string;
 }
 
-/** A key as persisted: its public fields plus the SHA-256 (hex) of its secret. */
+/** A key as persisted: its public fields plus the SHA-256 (hex) of its secret, and its use counts. */
 export interface StoredKey extends ApiKeyInfo {
   hash: string;
+  /** Requests the key authenticated: in all, and per UTC day (`YYYY-MM-DD`) for the last 30 days. */
+  usage?: { total: number; days: Record<string, number> };
+}
+
+/** How much a key was used: `days` holds the UTC days of the last 30 with a use, oldest first. */
+export interface KeyUsage {
+  total: number;
+  days: { date: string; count: number }[];
+}
+
+/** What `verifyDetailed` says of a secret (Unkey's codes; RATE_LIMITED and USAGE_EXCEEDED are not given yet). */
+export const VERIFICATION_CODES = ["VALID", "NOT_FOUND", "EXPIRED", "DISABLED", "RATE_LIMITED", "USAGE_EXCEEDED", "INSUFFICIENT_PERMISSIONS"] as const;
+export type VerificationCode = (typeof VERIFICATION_CODES)[number];
+
+/** The answer to "is this key good, and for these permissions?", for services that are not ours. */
+export interface KeyVerification {
+  valid: boolean;
+  code: VerificationCode;
+  /** The key's id, name, roles, explicit permissions and expiry; null when no key has this secret. */
+  id: string | null;
+  name: string | null;
+  roles: Role[] | null;
+  permissions: Permission[] | null;
+  expiresAt: string | null;
+  /** Credits left; null: the key has no credit limit. */
+  credits: number | null;
+  /** The key's rate limits; null: none. */
+  ratelimits: { name: string; limit: number; remaining: number; reset: string; exceeded: boolean }[] | null;
 }
 
 /** The validated input for creating a key. */
@@ -81,6 +113,10 @@ export interface KeyPatch {
   expiresAt?: string | null;
   /** The whole new set of labels; `{}` removes them all. */
   labels?: Record<string, string>;
+  /** true disables the key, false enables it again. */
+  disabled?: boolean;
+  /** With `disabled: true`: why (validated like a description); absent: no reason kept. */
+  disabledReason?: string;
 }
 
 /** Who made a change: a person at this host (the CLI, the library) or the key that called the service. */
@@ -88,10 +124,11 @@ export type Actor = { kind: "local"; user: string; host: string } | { kind: "key
 
 /**
  * What an audit event records. `prune` is the removal of an expired key by `--delete --expired`; `rotate`
- * is a new secret for a key that keeps its id and settings; `reuse` is not a change: a retired secret (its
- * key deleted or replaced) was presented to the service again.
+ * is a new secret for a key that keeps its id and settings; `disable` and `enable` an update that disabled
+ * or enabled a key (with any other field it changed); `reuse` is not a change: a retired secret (its key
+ * deleted or replaced) was presented to the service again.
  */
-export const AUDIT_ACTIONS = ["create", "overwrite", "update", "delete", "prune", "import", "rotate", "reuse"] as const;
+export const AUDIT_ACTIONS = ["create", "overwrite", "update", "delete", "prune", "import", "rotate", "disable", "enable", "reuse"] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
 /** One change to the store, as the audit trail keeps it: never a secret nor a hash. */
@@ -103,7 +140,7 @@ export interface AuditEvent {
   id: string;
   name: string;
   actor: Actor;
-  /** update: the fields it changed (`name`, `description`, `roles`, `permissions`, `expiresAt`). */
+  /** update, disable, enable: the fields it changed (`name`, `description`, `roles`, `permissions`, `expiresAt`, `labels`, `disabled`, `disabledReason`). */
   changed?: string[];
   /** overwrite: the id of the key it replaced. */
   replaced?: string;

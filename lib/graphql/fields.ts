@@ -12,6 +12,7 @@ import { can, canPair, effectivePermissions, escalation, type Grants } from "../
 import { MAX_GRACE_MS, parseInstant, untilOf } from "../core/lifecycle.ts";
 import type { KeyStore } from "../store/key-store.ts";
 import { type AuditContext, auditLog } from "./audit-log.ts";
+import { USAGE_QUERY } from "./usage.ts";
 
 /** What every resolver sees: the authenticated key and the store. */
 export type GraphQLContext = {
@@ -19,6 +20,8 @@ export type GraphQLContext = {
   store: KeyStore;
   /** This request's `store.list()`, once asked for. */
   listed?: Promise<ApiKeyInfo[]>;
+  /** Notes a key's use (the service's last-use recorder; a no-op when it records none); absent: the store's own recorder. */
+  seen?: (id: string) => void;
 } & Pick<AuditContext, "audited">;
 
 type Args = Record<string, any>;
@@ -141,6 +144,7 @@ export const QUERY: Readonly<Record<string, Rule>> = {
   info: { needs: "INFO:READ_ANY", resolve: () => ({}) },
   // Never remembered by the answer cache (not keyOnly): each request reads the trail, once per set of arguments.
   auditLog: { needs: "API_KEY:READ_ANY", resolve: auditLog },
+  ...USAGE_QUERY,
 };
 
 /** The rules of the `Mutation.apiKey` fields. */
@@ -181,6 +185,8 @@ export const API_KEY_MUTATIONS: Readonly<Record<string, Rule>> = {
       // null removes the expiry; a time is checked by the store like on create.
       if (input.expiresAt !== undefined) patch.expiresAt = input.expiresAt;
       if (input.labels != null) patch.labels = checkLabels(input.labels) ?? {};
+      if (input.disabled != null) patch.disabled = input.disabled;
+      if (input.disabledReason != null) patch.disabledReason = input.disabledReason; // checked by the store
       noEscalation(key, current);
       noEscalation(key, { roles: patch.roles ?? current.roles, permissions: patch.permissions ?? current.permissions });
       if (input.expiresAt !== undefined) noOutliving(key, input.expiresAt);

@@ -9,6 +9,7 @@ import { buildSchema, type GraphQLFieldResolver, GraphQLError, GraphQLObjectType
 import { ACTIONS, RESOURCES, ROLES } from "../core/model.ts";
 import { API_KEY_MUTATIONS, authorize, type GraphQLContext, QUERY, type Rule } from "./fields.ts";
 import { INFO_FIELDS } from "./info.ts";
+import { API_KEY_USAGE_FIELDS, USAGE_SDL } from "./usage.ts";
 
 export { FIELD_PERMISSIONS, type GraphQLContext } from "./fields.ts";
 export { cachedDocument, DOCUMENT_LIMITS, operationOf, parseDocument, validateDocument } from "./documents.ts";
@@ -72,13 +73,13 @@ type AuditActor {
 type AuditEvent {
   "When the change was made (ISO 8601, UTC)."
   at: String!
-  "create, overwrite, update, delete, prune (the removal of an expired key by deleteExpired), import, rotate (a new secret for the key), or reuse (not a change: a retired secret of this key, deleted or replaced, was presented again; its actor is the key; at most one per key per minute per server)."
+  "create, overwrite, update, delete, prune (the removal of an expired key by deleteExpired), import, rotate (a new secret for the key), disable or enable (an update that disabled or enabled the key), or reuse (not a change: a retired secret of this key, deleted or replaced, was presented again; its actor is the key; at most one per key per minute per server)."
   action: String!
   "The key changed (for an overwrite, the new key)."
   id: PrefixedID!
   name: String!
   actor: AuditActor!
-  "update: the fields it changed (name, description, roles, permissions, expiresAt, labels)."
+  "update, disable, enable: the fields it changed (name, description, roles, permissions, expiresAt, labels, disabled, disabledReason)."
   changed: [String!]
   "overwrite: the id of the key it replaced."
   replaced: PrefixedID
@@ -160,7 +161,7 @@ input RemoveRoleFromApiKeyInput {
 }
 
 type Query {
-  "Every key, oldest first. filter: words that must all match: label:env=prod, label:env, role:ADMIN, state:active|grace|expired, name:text or a part of the name."
+  "Every key, oldest first. filter: words that must all match: label:env=prod, label:env, role:ADMIN, state:active|grace|expired|disabled, name:text or a part of the name."
   apiKeys(filter: String): [ApiKey!]
   apiKey(id: PrefixedID!): ApiKey
   apiKeyPossibleRoles: [Role!]
@@ -190,7 +191,7 @@ type ApiKeyMutations {
 type Mutation {
   apiKey: ApiKeyMutations!
 }
-`;
+${USAGE_SDL}`;
 
 const MAX_ID_LENGTH = 200;
 const prefixedId = (value: unknown): string => {
@@ -224,8 +225,9 @@ export function createSchema(): GraphQLSchema {
   attach(schema.getQueryType()!, QUERY);
   attach(schema.getType("ApiKeyMutations") as GraphQLObjectType, API_KEY_MUTATIONS);
   schema.getMutationType()!.getFields().apiKey.resolve = () => ({});
-  (schema.getType("ApiKey") as GraphQLObjectType).getFields().labels.resolve = (key: { labels?: Record<string, string> }) =>
-    Object.entries(key.labels ?? {}).map(([name, value]) => ({ key: name, value }));
+  const apiKey = (schema.getType("ApiKey") as GraphQLObjectType).getFields();
+  apiKey.labels.resolve = (key: { labels?: Record<string, string> }) => Object.entries(key.labels ?? {}).map(([name, value]) => ({ key: name, value }));
+  for (const [name, resolve] of Object.entries(API_KEY_USAGE_FIELDS)) apiKey[name].resolve = resolve as GraphQLFieldResolver<unknown, GraphQLContext>;
   // Reaching Info at all needed INFO:READ_ANY (checked on Query.info); its fields need nothing more.
   const info = (schema.getType("Info") as GraphQLObjectType).getFields();
   for (const [name, resolve] of Object.entries(INFO_FIELDS)) info[name].resolve = resolve;

@@ -132,6 +132,8 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
   const lastUse = startLastUse(store, options.recordLastUse, storeStatus);
   const metrics = options.metrics && metricsRoute(store, options.metrics, lastUse && ((id) => lastUse.seen(id)));
   const answers = createAnswerCache();
+  // verifyApiKey counts the verified key's use here too: off when this server records no use.
+  const noteUse = lastUse ? (id: string) => lastUse.seen(id) : () => {};
   const explorer = explorerRoute(options.explorer);
   const site = consoleRoute(options.console);
   const cors = createCors(options.corsOrigins);
@@ -140,7 +142,7 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
   const ready = readiness(store);
   const refuse = (reason: AuthFailure, message: string) => {
     observer?.authFailed(reason);
-    return unauthenticated(message);
+    return unauthenticated(message, reason);
   };
   /** The 401 for a well-formed secret `verify` refused; a retired one is told to the observer too. */
   const refused = (request: ServiceRequest, secret: string) =>
@@ -254,7 +256,7 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
     if (body === null) return tooLarge(limit);
     return answers.answer(key.validity, request, body, () => {
       trace.computed = true;
-      const context: GraphQLContext = { key, store };
+      const context: GraphQLContext = { key, store, seen: noteUse };
       const params = request.method === "POST" ? postedParams(request, body) : undefined;
       const state: RequestState = { request, context, body, params, keyOnly: false, mediaType, trace };
       // A query already compiled skips graphql-http when it ends without errors (compiled-answer.ts).

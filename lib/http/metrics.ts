@@ -133,11 +133,11 @@ export function createMetrics(options: MetricsOptions): ServiceMetrics {
   });
   const authFailures = new client.Counter({
     name: "service_api_auth_failures_total",
-    help: "Requests refused for their key: missing, malformed, unknown (never issued or revoked), or expired.",
+    help: "Requests refused for their key: missing, malformed, unknown (never issued or revoked), expired, or disabled.",
     labelNames: ["reason"] as const,
     registers: [registry],
   });
-  for (const reason of ["missing", "malformed", "unknown", "expired"]) authFailures.inc({ reason }, 0);
+  for (const reason of ["missing", "malformed", "unknown", "expired", "disabled"]) authFailures.inc({ reason }, 0);
   const storeErrors = new client.Counter({
     name: "service_api_store_errors_total",
     help: "Requests answered 503 because the key store failed.",

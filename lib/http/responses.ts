@@ -19,13 +19,14 @@ export function errorResponse(status: number, code: string, message: string, hea
   };
 }
 
-/** 401 with the `www-authenticate` challenge. */
-export const unauthenticated = (message: string): ServiceResponse =>
-  errorResponse(401, "UNAUTHENTICATED", message, { "www-authenticate": "Bearer" });
+/** 401 with the `www-authenticate` challenge; a disabled key's has the code KEY_DISABLED. */
+export const unauthenticated = (message: string, reason?: string): ServiceResponse =>
+  errorResponse(401, reason === "disabled" ? "KEY_DISABLED" : "UNAUTHENTICATED", message, { "www-authenticate": "Bearer" });
 /** The message of a 401 for a well-formed key `verify` refused, by `KeyStore.refusal`'s reason. */
 export const KEY_REFUSED = {
   unknown: "Invalid or revoked API key",
   expired: "Expired API key: its expiry (or the grace period after it was replaced) has passed; ask for a new key",
+  disabled: "Disabled API key: it was disabled (apikey --update --disable) and is refused until it is enabled again",
 } as const;
 /** 413; the connection is closed, as the rest of the body is not read. */
 export const tooLarge = (limit: number): ServiceResponse =>

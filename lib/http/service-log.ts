@@ -64,6 +64,7 @@ const REASONS: Record<AuthFailure, string> = {
   malformed: "malformed API key or Authorization header",
   unknown: "unknown or revoked API key",
   expired: "expired API key",
+  disabled: "disabled API key",
 };
 
 /** @example const log = createServiceLog(); log.request({ method: "GET", path: "/healthz", status: 200, ms: 0.3, operation: "none" }); */

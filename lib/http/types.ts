@@ -58,9 +58,9 @@ export interface RequestEvent {
 
 /**
  * Why a request was not authenticated: no key, a malformed key or header, a key the store does not know
- * (never issued, revoked or replaced), or a key whose expiry or grace period has passed.
+ * (never issued, revoked or replaced), a key whose expiry or grace period has passed, or a disabled key.
  */
-export type AuthFailure = "missing" | "malformed" | "unknown" | "expired";
+export type AuthFailure = "missing" | "malformed" | "unknown" | "expired" | "disabled";
 
 /** A secret the store retired (its key deleted or replaced), presented again: never the secret itself. */
 export interface RetiredKeyUse {

@@ -81,8 +81,8 @@ export function createEntries(storage: Storage, debug: (message: string) => void
   };
 }
 
-/** What callers see of a record: no hash, and no grace time on a key that is live again. */
-export const publicView = ({ hash: _hash, ...info }: StoredKey, graced = false): ApiKeyInfo => {
+/** What callers see of a record: no hash, no use counts (see `usage`), and no grace time on a key that is live again. */
+export const publicView = ({ hash: _hash, usage: _usage, ...info }: StoredKey, graced = false): ApiKeyInfo => {
   if (!graced && info.graceUntil) delete info.graceUntil;
   return info;
 };

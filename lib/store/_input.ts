@@ -5,7 +5,7 @@
 import type { CreateKeyInput, KeyPatch } from "../core/model.ts";
 import { checkExpiresAt } from "../core/lifecycle.ts";
 import { ServiceError } from "../core/errors.ts";
-import { DescriptionSchema, NameSchema, parseCreateInput, parseInput, PermissionsSchema, RolesSchema } from "../core/input.ts";
+import { DescriptionSchema, NameSchema, parseCreateInput, parseInput, PermissionsSchema, ReasonSchema, RolesSchema } from "../core/input.ts";
 import { checkLabels } from "../core/labels.ts";
 
 /** A create request, validated and normalized (throws INVALID_INPUT); `now` decides whether an expiry is past. */
@@ -32,6 +32,13 @@ export function checkKeyPatch(patch: unknown, now: number): KeyPatch {
   if (given.roles !== undefined) out.roles = parseInput(RolesSchema, given.roles);
   if (given.permissions !== undefined) out.permissions = parseInput(PermissionsSchema, given.permissions);
   if (given.labels !== undefined) out.labels = checkLabels(given.labels ?? {}) ?? {};
+  if (given.disabled !== undefined && typeof given.disabled !== "boolean") throw new ServiceError("INVALID_INPUT", "disabled must be true or false");
+  if (given.disabledReason != null && given.disabled !== true) {
+    throw new ServiceError("INVALID_INPUT", "A reason goes with disabling a key (disabled: true)");
+  }
+  if (given.disabled !== undefined) out.disabled = given.disabled as boolean;
+  const reason = given.disabledReason == null ? undefined : parseInput(ReasonSchema, given.disabledReason);
+  if (reason !== undefined) out.disabledReason = reason;
   return out;
 }
 

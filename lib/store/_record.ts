@@ -12,12 +12,20 @@ const isObject = (value: unknown): value is Record<string, unknown> => typeof va
 /** An optional time field: absent, or an ISO string that parses (a hand-edited "soon" must not read as "never"). */
 const isTime = (value: unknown) => value === undefined || (typeof value === "string" && Number.isFinite(Date.parse(value)));
 
+/** Absent, or `{ total, days: { "YYYY-MM-DD": count } }` with whole counts. */
+const isCount = (value: unknown) => typeof value === "number" && Number.isSafeInteger(value) && value >= 0;
+const DAY = /^\d{4}-\d\d-\d\d$/;
+const isUsage = (value: unknown) =>
+  value === undefined || (isObject(value) && isCount(value.total) && isObject(value.days) && !Array.isArray(value.days) &&
+    Object.entries(value.days).every(([day, count]) => DAY.test(day) && isCount(count)));
+
 /** True when `value` is a whole key record stored under `id`. */
 export function isStoredKey(value: unknown, id: string): value is StoredKey {
   if (!isObject(value)) return false;
-  const { name, description, roles, permissions, createdAt, hash, expiresAt, lastUsedAt, graceUntil, labels } = value;
+  const { name, description, roles, permissions, createdAt, hash, expiresAt, lastUsedAt, graceUntil, labels, disabled, disabledReason } = value;
   return value.id === id && typeof name === "string" && (description === undefined || typeof description === "string") &&
-    isTime(expiresAt) && isTime(lastUsedAt) && isTime(graceUntil) &&
+    isTime(expiresAt) && isTime(lastUsedAt) && isTime(graceUntil) && (disabled === undefined || disabled === true) &&
+    (disabledReason === undefined || typeof disabledReason === "string") && isUsage(value.usage) &&
     (labels === undefined || (isObject(labels) && !Array.isArray(labels) && Object.values(labels).every((v) => typeof v === "string"))) &&
     isStrings(roles) && typeof createdAt === "string" && typeof hash === "string" && HASH.test(hash) &&
     Array.isArray(permissions) && permissions.every((p) => isObject(p) && typeof p.resource === "string" && isStrings(p.actions));

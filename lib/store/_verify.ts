@@ -7,7 +7,8 @@ import { createLru } from "../core/_lru.ts";
 import type { Entries } from "./_entries.ts";
 import { publicView } from "./_entries.ts";
 import type { RetiredKey } from "./_retired.ts";
-import type { Refusal, VerifiedKey } from "./types.ts";
+import type { Refusal, RefusalOptions, VerifiedKey } from "./types.ts";
+import type { StoredKey } from "../core/model.ts";
 
 interface Remembered {
   info: VerifiedKey;
@@ -73,7 +74,8 @@ export function createVerifier(options: {
   const check = async (hash: string, revision: string): Promise<VerifiedKey | null> => {
     try {
       const { record, until } = await standing(hash);
-      if (!record || until === null || now() >= until) {
+      // A disabled key is refused like an expired one; enabling it is an update, which bumps the revision.
+      if (!record || until === null || now() >= until || record.disabled) {
         verified.delete(hash);
         return null;
       }
@@ -127,30 +129,39 @@ export function createVerifier(options: {
     return revision.then((r) => decide(hash, r), onError);
   };
 
+  /**
+   * Why `verify` refuses a secret, and the key it belongs to when it was issued and still stands (expired
+   * or disabled). A secret this store retired names its key, and is reported (`onRetired`: the audit event
+   * `reuse`) unless `reportReuse` is false (a scan looking secrets up is no presentation to the service).
+   */
+  const explain = async (secret: string, { reportReuse = true }: RefusalOptions = {}): Promise<{ why: Refusal; key?: StoredKey }> => {
+    if (!isWellFormedSecret(secret)) return { why: { reason: "unknown" } };
+    try {
+      const hash = sha256Hex(secret);
+      const { record, until } = await standing(hash);
+      const working = until !== null && now() < until; // live, or replaced with grace between the two reads
+      const reason = until !== null && !working ? "expired" : working && record?.disabled ? "disabled" : "unknown";
+      const key = reason === "unknown" ? undefined : record ?? undefined;
+      // A record its name no longer points at was replaced (its grace period over, or never given one):
+      // retired though not yet removed. Without a record, the retired entry says which key it was.
+      const retired = record
+        ? (working || (await entries.live(record)) ? null : { id: record.id, name: record.name })
+        : await findRetired(hash);
+      if (!retired) return { why: { reason }, key };
+      if (reportReuse) await onRetired(retired);
+      return { why: { reason, retired }, key };
+    } catch (error) {
+      return onError(error);
+    }
+  };
+
   // A malformed secret is refused without a hash or a read (a lookup could not match it anyway).
   const verifyNow: VerifyNow = (secret) => (isWellFormedSecret(secret) ? verifyFormed(secret) : null);
 
   return {
     verify: Object.assign(async (secret: string): Promise<VerifiedKey | null> => await verifyNow(secret), { [VERIFY_NOW]: verifyFormed }),
 
-    refusal: async (secret: string): Promise<Refusal> => {
-      if (!isWellFormedSecret(secret)) return { reason: "unknown" };
-      try {
-        const hash = sha256Hex(secret);
-        const { record, until } = await standing(hash);
-        const reason = until !== null && now() >= until ? "expired" : "unknown";
-        // A record its name no longer points at was replaced (its grace period over, or never given one):
-        // retired though not yet removed. Without a record, the retired entry says which key it was.
-        const working = until !== null && now() < until; // replaced with grace between the two reads
-        const retired = record
-          ? (working || (await entries.live(record)) ? null : { id: record.id, name: record.name })
-          : await findRetired(hash);
-        if (!retired) return { reason };
-        await onRetired(retired);
-        return { reason, retired };
-      } catch (error) {
-        return onError(error);
-      }
-    },
+    refusal: async (secret: string, options?: RefusalOptions): Promise<Refusal> => (await explain(secret, options)).why,
+    explain,
   };
 }

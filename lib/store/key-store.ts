@@ -26,8 +26,10 @@
  * overwrite with a grace period first marks the old record with `graceUntil` and points its name's
  * grace entry at it (under the old key's lock), then swaps the name: the old secret authenticates
  * without a gap until then, through the grace entry. Everything that removes a key removes that entry
- * first. `lastUsedAt` is rewritten in the record under the key's lock (`recordUse`), so it neither
- * revives a deleted key nor loses an update made meanwhile; it changes no verification and bumps nothing.
+ * first. `lastUsedAt` and the use counts are rewritten in the record under the key's lock (`recordUse`,
+ * _usage.ts), so they neither revive a deleted key nor lose an update made meanwhile; they change no
+ * verification and bump nothing. A disable is an update: it bumps the revision, so every process
+ * refuses the key from its next request, as after a revocation.
  *
  * Every lookup is one read by a known key, so cost does not grow with the number of keys.
  * A key exists exactly when its name entry points at it: records are written before the name entry
@@ -81,6 +83,7 @@ import { createCreate } from "./_create.ts";
 import { createRotate } from "./_rotate.ts";
 import { createTransfer } from "./_transfer.ts";
 import { createRetired, createReuseAudit, DEFAULT_RETIRED_RETENTION_MS } from "./_retired.ts";
+import { createUsage } from "./_usage.ts";
 
 export { type AtomicIndex, createLocalAtomicIndex } from "./atomic.ts";
 import { createLocalAtomicIndex } from "./atomic.ts";
@@ -92,15 +95,17 @@ export type {
   KeyBackend,
   KeyStore,
   KeyStoreOptions,
+  KeyUse,
   OnConflict,
   Refusal,
   RotateOptions,
   VerifiedKey,
+  VerifyOptions,
 } from "./types.ts";
 import type { KeyStore, KeyStoreOptions } from "./types.ts";
 
 const REVISION = "meta:revision";
-const UPDATABLE = ["name", "description", "roles", "permissions", "expiresAt", "labels"] as const;
+const UPDATABLE = ["name", "description", "roles", "permissions", "expiresAt", "labels", "disabled", "disabledReason"] as const;
 
 /**
  * Creates a key store over an unstorage `Storage`.
@@ -153,7 +158,7 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
     }
   };
 
-  const { verify, refusal } = createVerifier({
+  const { verify, refusal, explain } = createVerifier({
     entries,
     readRevision,
     cacheSize: options.verifyCacheSize ?? 10_000,
@@ -166,7 +171,7 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
     onRetired: createReuseAudit({ now, debug, append: (key) => audit("reuse", key, { actor: { kind: "key", ...key } }) }),
   });
 
-
+  const usage = createUsage(ctx, { verify, explain }, options.useRecorder);
 
   const store: KeyStore = {
     create: (input, options) => guard("create a key", () => create(input, options)),
@@ -198,6 +203,9 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
           if (patch.description !== undefined && !patch.description) delete next.description;
           if (patch.expiresAt === null) delete next.expiresAt;
           if (patch.labels !== undefined && Object.keys(patch.labels).length === 0) delete next.labels;
+          // Kept only while disabled: `disabled: true` and the reason given with the disable (none given: none kept).
+          if (patch.disabled === true && patch.disabledReason === undefined) delete next.disabledReason;
+          if (patch.disabled === false) delete next.disabled, delete next.disabledReason;
           if (next.roles.length + next.permissions.length === 0) {
             throw new ServiceError("INVALID_INPUT", "Please add at least one role or permission to the key.");
           }
@@ -208,7 +216,8 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
           if (renamed && !(await atomic.claim(nameKey(next.name), id))) {
             throw new ServiceError("NAME_TAKEN", `API key with name '${next.name}' already exists.`);
           }
-          await audit("update", next, options, { changed }).catch(async (error) => {
+          const action = next.disabled === record.disabled ? "update" : next.disabled ? "disable" : "enable";
+          await audit(action, next, options, { changed }).catch(async (error) => {
             if (renamed) await atomic.takeIf(nameKey(next.name), id).catch(() => {});
             throw error;
           });
@@ -256,19 +265,9 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
     verify,
     refusal,
 
-    recordUse: (uses) =>
-      guard("record when keys were used", async () => {
-        for (const [id, at] of uses) {
-          if (!isKeyId(id)) continue;
-          // Under the key's lock, like every rewrite of a record: a delete's clean-up runs before or after,
-          // never between the read and the write, so a deleted key is never written back.
-          await atomic.exclusive(`keys:${id}`, async () => {
-            const record = await readRecord(id);
-            if (!record || (record.lastUsedAt && Date.parse(record.lastUsedAt) >= at)) return; // gone, or a later use is there
-            await storage.setItem(`keys:${id}`, { ...record, lastUsedAt: iso(at) });
-          });
-        }
-      }),
+    recordUse: (uses) => guard("record when keys were used", () => usage.recordUse(uses)),
+    usage: (id) => guard("read a key's usage", () => usage.usage(id)),
+    verifyDetailed: (secret, options) => guard("verify a key", () => usage.verifyDetailed(secret, options)),
 
     audit: (query) => guard("read the audit trail", () => auditLog.read(query)),
 
@@ -277,6 +276,7 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
     importRecords: (keys, options) => guard("import keys", () => transfer.importRecords(keys, options)),
 
     close: async () => {
+      await usage.close().catch(() => {}); // the uses verifyDetailed counted, written while the storage is open
       await options.dispose?.();
       await storage.dispose();
     },

@@ -15,7 +15,7 @@
 import type { AuditEvent, StoredKey } from "../core/model.ts";
 import { ACTIONS, RESOURCES, ROLES } from "../core/model.ts";
 import { ServiceError } from "../core/errors.ts";
-import { DescriptionSchema, isKeyId, NameSchema } from "../core/input.ts";
+import { DescriptionSchema, isKeyId, NameSchema, ReasonSchema } from "../core/input.ts";
 import * as v from "valibot";
 import { isStoredKey } from "./_record.ts";
 import { checkLabels } from "../core/labels.ts";
@@ -23,7 +23,7 @@ import { auditEventOf } from "./audit.ts";
 
 export const EXPORT_FORMAT = "service-api-keys";
 export const EXPORT_VERSION = 1;
-const KEY_FIELDS = new Set(["type", "id", "name", "description", "roles", "permissions", "createdAt", "expiresAt", "lastUsedAt", "graceUntil", "labels", "hash"]);
+const KEY_FIELDS = new Set(["type", "id", "name", "description", "roles", "permissions", "createdAt", "expiresAt", "lastUsedAt", "graceUntil", "labels", "hash", "disabled", "disabledReason", "usage"]);
 const HEADER_FIELDS = new Set(["format", "version", "exportedAt", "keys", "auditEvents"]);
 
 /** A key read from an export, with the line it came from (for messages). */
@@ -59,6 +59,9 @@ function keyProblem(value: Record<string, unknown>): string | undefined {
   const named = v.safeParse(NameSchema, record.name);
   if (!named.success || named.output !== record.name) return "the name is not a valid key name";
   if (record.description !== undefined && !v.safeParse(DescriptionSchema, record.description).success) return "the description is too long";
+  if (record.disabledReason !== undefined && (record.disabled !== true || !v.safeParse(ReasonSchema, record.disabledReason).success)) {
+    return "disabledReason is not a valid reason of a disabled key";
+  }
   if (!isIso(record.createdAt)) return "createdAt is not an ISO 8601 time";
   const roles = record.roles as string[];
   const permissions = record.permissions as { resource: string; actions: string[] }[];

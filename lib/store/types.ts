@@ -3,7 +3,7 @@
  * remote backend's subset) promises its callers.
  */
 import type { Storage } from "unstorage";
-import type { Actor, ApiKeyInfo, AuditEvent, CreatedKey, CreateKeyInput, KeyPatch, StoredKey } from "../core/model.ts";
+import type { Actor, ApiKeyInfo, AuditEvent, CreatedKey, CreateKeyInput, KeyPatch, KeyUsage, KeyVerification, Permission, StoredKey } from "../core/model.ts";
 import type { ExportedKey } from "./transfer.ts";
 import type { AtomicIndex } from "./atomic.ts";
 import type { AuditLog, AuditQuery } from "./audit.ts";
@@ -34,6 +34,19 @@ export interface KeyStoreOptions {
    * `deleteExpired` removes it.
    */
   retiredRetentionMs?: number;
+  /** How `verifyDetailed` writes the uses it counts (see `createUseRecorder`; default: within 5 s, then once a minute per key). */
+  useRecorder?: UseRecorderOptions;
+}
+
+/** How a use recorder (`createUseRecorder`, last-use.ts) writes. */
+export interface UseRecorderOptions {
+  /** How often pending uses are looked at (default 5,000 ms): the longest wait for a first write. */
+  tickMs?: number;
+  /** Shortest time between two writes of one key by this server (default 60,000 ms). */
+  intervalMs?: number;
+  now?: () => number;
+  /** A failed write is kept pending and retried at the next tick; this hears about it (never with a secret). */
+  onError?: (error: unknown) => void;
 }
 
 /** Options every change takes. */
@@ -88,13 +101,35 @@ export interface ImportReport {
 }
 
 /**
- * Why `verify` refused a secret: `reason` for the message of a 401, and `retired` when the secret is one
- * this store issued and retired (its key deleted, pruned, or replaced and past any grace period).
+ * Why `verify` refused a secret: `reason` for the message of a 401 ("disabled": `--update --disable`), and
+ * `retired` when the secret is one this store issued and retired (its key deleted, pruned, or replaced and
+ * past any grace period).
  */
 export interface Refusal {
-  reason: "expired" | "unknown";
+  reason: "expired" | "disabled" | "unknown";
   /** The key the secret belonged to: its reuse is the usual sign of a leak or of a missed rotation. */
   retired?: { id: string; name: string };
+}
+
+export interface RefusalOptions {
+  /** Report a retired secret (the audit event `reuse`): true for what is presented to the service. */
+  reportReuse?: boolean;
+}
+
+/** A key's uses to record: the latest time (ms), and how many requests it authenticated per UTC day (`YYYY-MM-DD`). */
+export interface KeyUse {
+  at: number;
+  days?: Readonly<Record<string, number>>;
+}
+
+export interface VerifyOptions {
+  /** The permissions the key must hold (its roles count): else the answer is INSUFFICIENT_PERMISSIONS. */
+  permissions?: readonly Permission[];
+  /**
+   * Notes the verified key's use instead of the store's own recorder: the service passes its last-use
+   * recorder's `seen` (or a no-op when it records no use), so one server writes each key's use once.
+   */
+  onUse?: (id: string) => void;
 }
 
 export interface KeyStore {
@@ -143,17 +178,27 @@ export interface KeyStore {
   verify(secret: string): Promise<VerifiedKey | null>;
   /**
    * Why `verify` refused this secret: reason "expired" when it belongs to a key whose expiry or grace
-   * period has passed, else "unknown"; with `retired` when it is a secret this store retired. Appends an
+   * period has passed, "disabled" for a disabled key, else "unknown"; with `retired` when it is a secret this store retired. Appends an
    * audit event `reuse` for such a secret, at most one per key per minute in this process. Reads the
    * store; meant for the refusal path only.
    */
-  refusal(secret: string): Promise<Refusal>;
+  refusal(secret: string, options?: RefusalOptions): Promise<Refusal>;
   /**
-   * Records that these keys authenticated requests at these times (ms): each key's `lastUsedAt`
-   * becomes the latest of its stored time and the given one. A deleted key is left deleted. Not an
-   * audited change. The service calls it through `createUseRecorder`, at most once a minute per key.
+   * `verify` for a service that is not ours: whether the secret is a working key holding `permissions`,
+   * with a code saying why not (NOT_FOUND, EXPIRED, DISABLED, INSUFFICIENT_PERMISSIONS). A working key's
+   * use is counted (last use, usage) through a recorder of this store, written off the call's path
+   * (see `createUseRecorder`) and flushed by `close`. Never throws for a bad secret, only for a store failure.
    */
-  recordUse(uses: ReadonlyMap<string, number>): Promise<void>;
+  verifyDetailed(secret: string, options?: VerifyOptions): Promise<KeyVerification>;
+  /**
+   * Records that these keys authenticated requests: each key's `lastUsedAt` becomes the latest of its
+   * stored time and the given one (a number: that time alone), and its usage counts grow by `days`.
+   * A deleted key is left deleted. Not an audited change. The service calls it through
+   * `createUseRecorder`, at most once a minute per key.
+   */
+  recordUse(uses: ReadonlyMap<string, number | KeyUse>): Promise<void>;
+  /** How many requests the key with this id authenticated (in all, and per day for the last 30), or null when there is none. */
+  usage(id: string): Promise<KeyUsage | null>;
   /** The audit trail, oldest first. */
   audit(query?: AuditQuery): Promise<AuditEvent[]>;
   /** Every key with the hash of its secret (never a secret), live ones then replaced ones in a grace period: for export. */
@@ -170,5 +215,5 @@ export interface KeyStore {
 /** What the command needs of a store: the local store and the remote (GraphQL) one both provide it. */
 export type KeyBackend = Pick<
   KeyStore,
-  "create" | "rotate" | "deleteByName" | "deleteById" | "deleteExpired" | "update" | "list" | "isEmpty" | "getByName" | "audit"
+  "create" | "rotate" | "deleteByName" | "deleteById" | "deleteExpired" | "update" | "list" | "isEmpty" | "getByName" | "audit" | "usage"
 >;

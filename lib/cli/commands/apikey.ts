@@ -20,6 +20,7 @@ import {
   parseCreateInput,
   parseInput,
   PermissionsSchema,
+  ReasonSchema,
   RolesSchema,
 } from "../../core/input.ts";
 import type { KeyBackend, KeyStore } from "../../store/key-store.ts";
@@ -35,6 +36,7 @@ import { jsonLine } from "../json-text.ts";
 import { noteDropped, rotateKey } from "../rotate.ts";
 import { operands } from "../operands.ts";
 import { printable } from "../scan-text.ts";
+import { chosenKey, showUsage } from "../usage.ts";
 
 export type { ApikeyFlags, KeyBackend };
 
@@ -97,6 +99,7 @@ export async function runApikey(flags: ApikeyFlags, store: CliBackend, context: 
   if (mode === "create") return await create(flags, values, store, context, asJson);
   if (mode === "update") return await update(flags, values, store, asJson);
   if (mode === "rotate") return await rotateKey(flags, values, store, asJson);
+  if (mode === "usage") return await showUsage(flags, store, asJson);
 
   if (flags.expired) return await (await import("../lifecycle.ts")).deleteExpired(store, asJson);
 
@@ -181,20 +184,17 @@ async function update(flags: ApikeyFlags, values: LifecycleValues, store: CliBac
   if (flags.permissions !== undefined) patch.permissions = parseInput(PermissionsSchema, flags.permissions);
   if (values.expiresAt) patch.expiresAt = values.expiresAt;
   if (values.clearExpiry) patch.expiresAt = null;
+  if (flags.disable || flags.enable) patch.disabled = Boolean(flags.disable);
+  if (flags.reason !== undefined) patch.disabledReason = parseInput(ReasonSchema, String(flags.reason));
   const setLabels = flags.label !== undefined ? parseLabelFlag(String(flags.label)) : undefined;
   const unsetLabels = flags.unlabel !== undefined ? parseUnlabelFlag(String(flags.unlabel)) : undefined;
   if (Object.keys(patch).length === 0 && !setLabels && !unsetLabels) {
     throw new ServiceError(
       "USAGE",
-      "--update needs something to change: --roles, --permissions, --description, --rename, --expires-in, --expires-at, --no-expiry, --label or --unlabel",
+      "--update needs something to change: --roles, --permissions, --description, --rename, --expires-in, --expires-at, --no-expiry, --label, --unlabel, --disable or --enable",
     );
   }
-  const before = flags.id !== undefined
-    ? await (store.get ? store.get(flags.id) : (async () => (await store.list()).find((key) => key.id === flags.id) ?? null)())
-    : await store.getByName(parseInput(LookupNameSchema, flags.name));
-  if (!before) {
-    throw new ServiceError("NOT_FOUND", flags.id !== undefined ? `No API key found with id: ${flags.id}` : notFoundMessage(flags.name!.trim()));
-  }
+  const before = await chosenKey(flags, store, "update");
   if (setLabels || unsetLabels) patch.labels = applyLabels(before.labels, setLabels, unsetLabels);
   return formatUpdated(await store.update(before.id, patch), before, asJson);
 }
@@ -256,14 +256,15 @@ async function terminal(): Promise<TerminalState> {
 
 /** `service-api apikey`: flags, help text and `run`. */
 export const command: CommandDef<ApikeyCommandFlags> = {
-  description: "Create, delete, update, rotate or list API keys, read their audit trail, move them between stores, and find leaked ones",
+  description: "Create, delete, update, rotate, disable or list API keys, read their use and audit trail, move them between stores, and find leaked ones",
   usage: [
     "service-api apikey --create --name <name> [-r <roles>] [-p <perms>] [-d <text>] [--expires-in <dur> | --expires-at <time>] [--overwrite [--grace <dur>] | --if-not-exists] [--json | --format env] [--output <file> [--force]]",
     "service-api apikey --delete [--name <name> | --id <id> | --expired] [--if-exists] [--retired-retention <dur>] [--json]",
-    "service-api apikey --update (--name <name> | --id <id>) [-r <roles>] [-p <perms>] [-d <text>] [--rename <name>] [--expires-in <dur> | --expires-at <time> | --no-expiry] [--json]",
+    "service-api apikey --update (--name <name> | --id <id>) [-r <roles>] [-p <perms>] [-d <text>] [--rename <name>] [--expires-in <dur> | --expires-at <time> | --no-expiry] [--disable [--reason <text>] | --enable] [--json]",
     "service-api apikey --rotate (--name <name> | --id <id>) [--grace <dur>] [--json | --format env] [--output <file> [--force]]",
     "service-api apikey --list [--filter <expr>] [--json]",
     "service-api apikey --audit [--since <dur|time>] [--limit <n>] [--json]",
+    "service-api apikey --usage (--name <name> | --id <id>) [--json]",
     "service-api apikey --export [--output <file> [--force]] [--with-audit]",
     "service-api apikey --import <file|-> [--dry-run] [--on-conflict fail|skip|overwrite] [--json]",
     "service-api apikey --scan [<path>... | -] [--revoke] [--json]",
@@ -275,6 +276,7 @@ export const command: CommandDef<ApikeyCommandFlags> = {
     { flag: "--rotate", help: "Give a key a new secret; its id and every setting (roles, expiry, ...) stay" },
     { flag: "--list", help: "List keys (never their secrets), with their expiry and last use" },
     { flag: "--audit", help: "Print the audit trail: who created, replaced, updated or deleted which key, oldest first" },
+    { flag: "--usage", help: "Print how many requests a key authenticated: in all, and per day for the last 30 (UTC)" },
     { flag: "--export", help: "Write every key (ids, names, settings, secret hashes; never a secret) as JSON lines" },
     { flag: "--import <file>", help: "Load keys from an --export file (- reads stdin) into the store; all or nothing" },
     { flag: "--scan", help: "Find leaked secrets in files, folders (default .) or stdin (-); exit 1 if one is live" },
@@ -291,6 +293,9 @@ export const command: CommandDef<ApikeyCommandFlags> = {
     { flag: "--expires-in <duration>", help: "create, update: the key stops working after this long: 45s, 30m, 12h, 7d, 90d" },
     { flag: "--expires-at <time>", help: "create, update: the key stops working at this ISO 8601 time, e.g. 2026-12-31T18:00:00Z" },
     { flag: "--no-expiry", help: "update: the key never expires" },
+    { flag: "--disable", help: "update: refuse the key on every server (401, KEY_DISABLED) until --enable; it is kept" },
+    { flag: "--reason <text>", help: "with --disable: why, shown by --list --json (no secret, at most 500 characters)" },
+    { flag: "--enable", help: "update: a disabled key works again" },
     { flag: "--overwrite", help: "Replace an existing key of the same name (new id and secret)" },
     { flag: "--grace <duration>", help: "with --overwrite or --rotate: the replaced secret keeps working this long (at most 24h)" },
     { flag: "--if-not-exists", help: "create: exit 0 and create nothing when the name is taken" },
@@ -319,6 +324,8 @@ export const command: CommandDef<ApikeyCommandFlags> = {
     "service-api apikey --update --name ci -p DOCKER:READ_ANY",
     "service-api apikey --update --name ci --label env=prod,team=ops",
     "service-api apikey --rotate --name ci --grace 10m --output ci.key",
+    "service-api apikey --update --name ci --disable --reason \"leaked in a log\"",
+    "service-api apikey --usage --name ci --json",
     "service-api apikey --list --filter \"label:env=prod role:admin\"",
     "service-api apikey --delete --name \"deploy key\" --if-exists",
     "service-api apikey --delete --expired --json",
