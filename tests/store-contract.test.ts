@@ -457,7 +457,7 @@ describe.each(Object.keys(backends))("key store contract on %s", (kind) => {
     const disabled = await other.update(key.id, { disabled: true, disabledReason: "leaked in a log" });
     expect(disabled).toMatchObject({ disabled: true, disabledReason: "leaked in a log" });
     expect(await store.verify(key.key)).toBeNull();
-    expect(await store.refusal(key.key)).toBe("disabled");
+    expect((await store.refusal(key.key)).reason).toBe("disabled");
     expect(await store.verifyDetailed(key.key)).toMatchObject({ valid: false, code: "DISABLED", id: key.id, name: "paused", credits: null, ratelimits: null });
     expect((await store.list()).find((k) => k.id === key.id)).toMatchObject({ disabled: true, disabledReason: "leaked in a log" });
     await other.update(key.id, { disabled: false });
@@ -524,17 +524,7 @@ describe.each(Object.keys(backends))("key store contract on %s", (kind) => {
     await vi.waitFor(async () => expect(await store.usage(viewer.id)).toEqual({ total: 2, days: [{ date: new Date().toISOString().slice(0, 10), count: 2 }] }));
     expect((await store.get(viewer.id))?.lastUsedAt).toBeDefined();
   });
-});
 
-describe("verifyDetailed on an expired key", () => {
-  it("answers EXPIRED with the key's id, and counts no use", async () => {
-    let now = Date.parse("2026-06-01T00:00:00Z");
-    const store = createKeyStore({ now: () => now });
-    const short = await store.create(input("short", { expiresAt: "2026-06-01T01:00:00Z" }));
-    now += 2 * 3_600_000;
-    expect(await store.verifyDetailed(short.key)).toMatchObject({ valid: false, code: "EXPIRED", id: short.id, expiresAt: "2026-06-01T01:00:00.000Z" });
-    await store.close();
-  });
   it("rotate gives the same key a new secret: id and every setting stay, the old secret stops at once on every instance", async () => {
     const other = await backend.open();
     const expiresAt = new Date(Date.now() + 90 * 86_400_000).toISOString();
@@ -738,5 +728,16 @@ describe("retired secrets on Redis", () => {
     } finally {
       await store.close();
     }
+  });
+});
+
+describe("verifyDetailed on an expired key", () => {
+  it("answers EXPIRED with the key's id, and counts no use", async () => {
+    let now = Date.parse("2026-06-01T00:00:00Z");
+    const store = createKeyStore({ now: () => now });
+    const short = await store.create(input("short", { expiresAt: "2026-06-01T01:00:00Z" }));
+    now += 2 * 3_600_000;
+    expect(await store.verifyDetailed(short.key)).toMatchObject({ valid: false, code: "EXPIRED", id: short.id, expiresAt: "2026-06-01T01:00:00.000Z" });
+    await store.close();
   });
 });
