@@ -295,6 +295,27 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
       }
     },
     version: (key) => revision.read(key),
+    async *scan(prefix, size) {
+      let dir;
+      try {
+        if (!trust.directory(pathOf(prefix), false)) return;
+        dir = await files.opendir(pathOf(prefix));
+      } catch (error) {
+        if (isCode(error, "ENOENT", "ENOTDIR")) return;
+        throw error;
+      }
+      try {
+        let chunk: string[] = [];
+        for await (const entry of dir) {
+          if (entry.name.endsWith(TMP) || entry.isDirectory()) continue;
+          chunk.push(`${prefix}:${entry.name}`);
+          if (chunk.length >= size) yield chunk.splice(0);
+        }
+        if (chunk.length) yield chunk;
+      } finally {
+        await dir.close().catch(() => {});
+      }
+    },
     async hasAny(prefix) {
       let dir;
       try {
