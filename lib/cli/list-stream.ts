@@ -88,12 +88,12 @@ export async function streamList(
   }
   if (asJson) {
     const failed = write(1, written ? "]}\n" : '{"keys":[]}\n');
-    return failed ? stopped(failed) : { exitCode: 0 };
+    return failed ? stopped(failed) : { exitCode: 0, readerMayLeave: true };
   }
-  if (written) return { exitCode: 0 };
-  return { notice: query.where ? `No API keys stored in ${query.where}` : "No API keys stored", exitCode: 0 };
+  if (written) return { exitCode: 0, readerMayLeave: true };
+  return { notice: query.where ? `No API keys stored in ${query.where}` : "No API keys stored", exitCode: 0, readerMayLeave: true };
 }
 
 /** A reader that went away had what it wanted; any other failure to write is one. */
 const stopped = (code: string): Output =>
-  code === "EPIPE" ? { exitCode: 0 } : { notice: `Error: Could not write the result to stdout (${code})`, exitCode: 1 };
+  code === "EPIPE" ? { exitCode: 0, readerMayLeave: true } : { notice: `Error: Could not write the result to stdout (${code})`, exitCode: 1 };
