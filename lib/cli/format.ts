@@ -9,7 +9,6 @@ import { jsonLine } from "./json-text.ts";
 import type { Output } from "./format-results.ts";
 
 export * from "./format-results.ts";
-export { stdoutView };
 
 /** Every JSON output goes through the one writer that keeps it safe to print (./json-text.ts). */
 const json = jsonLine;

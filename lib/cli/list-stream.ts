@@ -12,6 +12,10 @@ import type { Output } from "./format-results.ts";
 import { listFields } from "./list.ts";
 import { renderLines } from "./table.ts";
 import { jsonLine } from "./json-text.ts";
+import { formatList } from "./format.ts";
+import { parseFilter } from "../core/filter.ts";
+import { stdoutView } from "./list.ts";
+import type { CliBackend } from "./command.ts";
 
 const CHUNK = 256;
 
@@ -92,6 +96,24 @@ export async function streamList(
   }
   if (written) return { exitCode: 0, readerMayLeave: true };
   return { notice: query.where ? `No API keys stored in ${query.where}` : "No API keys stored", exitCode: 0, readerMayLeave: true };
+}
+
+/**
+ * `apikey --list [--filter] [--limit] [--json]`: streamed on a pipe and as JSON when the store pages and
+ * `write` is given; otherwise (a terminal's table, a remote store) the whole list, formatted at once.
+ */
+export async function listKeys(
+  flags: { filter?: string },
+  store: CliBackend,
+  query: { asJson: boolean; limit?: number; where?: string },
+  write?: (fd: 1, text: string) => string | undefined,
+): Promise<Output> {
+  const matches = flags.filter === undefined ? undefined : parseFilter(String(flags.filter));
+  const view = stdoutView();
+  if (write && (query.asJson || !view.tty) && canStream(store)) return await streamList(store, { ...query, matches }, write);
+  const now = Date.now();
+  const keys = (await store.list()).filter((key) => !matches || matches(key, now)).slice(0, query.limit);
+  return { ...formatList(keys, query.asJson, view, query.where), readerMayLeave: true };
 }
 
 /** A reader that went away had what it wanted; any other failure to write is one. */

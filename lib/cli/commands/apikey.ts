@@ -78,19 +78,7 @@ export async function runApikey(
   const asJson = Boolean(flags.json) || flags.format === "json";
   const values = lifecycleValues(flags, Date.now());
 
-  if (mode === "list") {
-    const { formatList, stdoutView } = await import("../format.ts");
-    const matches = flags.filter === undefined ? undefined : (await import("../../core/filter.ts")).parseFilter(String(flags.filter));
-    const view = stdoutView();
-    // On a pipe or as JSON, a store that pages is listed as it is read (lib/cli/list-stream.ts).
-    if (write && (asJson || !view.tty) && "listPages" in store) {
-      const { canStream, streamList } = await import("../list-stream.ts");
-      if (canStream(store)) return await streamList(store, { asJson, matches, limit: values.limit, where }, write);
-    }
-    const now = Date.now();
-    const keys = (await store.list()).filter((key) => !matches || matches(key, now)).slice(0, values.limit);
-    return { ...formatList(keys, asJson, view, where), readerMayLeave: true };
-  }
+  if (mode === "list") return await (await import("../list-stream.ts")).listKeys(flags, store, { asJson, limit: values.limit, where }, write);
   if (mode === "audit") return await (await import("../lifecycle.ts")).showAudit(store, values, asJson);
   if (mode === "export") return await (await import("../transfer.ts")).exportKeys(flags, store as Partial<KeyStore>, asJson);
   if (mode === "import") {

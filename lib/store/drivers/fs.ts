@@ -17,6 +17,7 @@ import type { AuditLog } from "../audit.ts";
 import { createFsAuditLog, type FsAuditOptions } from "./_fs-audit.ts";
 import { blockingOps, syncDir as syncDirectory, threadPoolOps } from "./_fs-ops.ts";
 import { createRevisionFiles } from "./_fs-revision.ts";
+import { scanDirectory } from "./_fs-scan.ts";
 import { createStoreTrust, plantedLink, READ_FLAGS } from "./_fs-trust.ts";
 
 const TMP = ".tmp";
@@ -295,27 +296,7 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
       }
     },
     version: (key) => revision.read(key),
-    async *scan(prefix, size) {
-      let dir;
-      try {
-        if (!trust.directory(pathOf(prefix), false)) return;
-        dir = await files.opendir(pathOf(prefix));
-      } catch (error) {
-        if (isCode(error, "ENOENT", "ENOTDIR")) return;
-        throw error;
-      }
-      try {
-        let chunk: string[] = [];
-        for await (const entry of dir) {
-          if (entry.name.endsWith(TMP) || entry.isDirectory()) continue;
-          chunk.push(`${prefix}:${entry.name}`);
-          if (chunk.length >= size) yield chunk.splice(0);
-        }
-        if (chunk.length) yield chunk;
-      } finally {
-        await dir.close().catch(() => {});
-      }
-    },
+    scan: (prefix, size) => scanDirectory({ trust, files, path: pathOf(prefix), prefix, size }),
     async hasAny(prefix) {
       let dir;
       try {
