@@ -1,5 +1,5 @@
 // Listing many keys a page at a time: GraphQL `apiKeys(first:, after:)` against `serve --port 0` (every key
-// exactly once across the pages while keys are created meanwhile), and `apikey --list --limit` and the
+// exactly once across the pages while keys are created and deleted meanwhile), and `apikey --list --limit` and the
 // streamed `--list --json` of the CLI, a child process.
 import { join } from "node:path";
 import { createStorage } from "unstorage";
@@ -39,10 +39,11 @@ const PAGE = "query($first: Int, $after: String, $filter: String) { apiKeys(firs
 type Listed = { id: string; createdAt: string; cursor: string };
 
 describe("apiKeys(first:, after:)", () => {
-  it("returns every key exactly once across pages, oldest first, while keys are created meanwhile", async () => {
+  it("returns every key exactly once across pages, oldest first, while keys are created and deleted meanwhile", async () => {
     const got: Listed[] = [];
     let after: string | undefined;
     let extra = 0;
+    const gone = new Set<string>(); // deleted before a page could return them
     for (let pages = 0; pages < 100; pages++) {
       // Keys made while a page is read sort after every key already there: they may show up, never twice.
       const [answer] = await Promise.all([
@@ -55,10 +56,16 @@ describe("apiKeys(first:, after:)", () => {
       got.push(...page);
       if (page.length < 50) break;
       after = page.at(-1)!.cursor;
+      // The key the cursor names, and one not yet returned, are deleted before the next page.
+      const seen = new Set(got.map((k) => k.id));
+      const unseen = seeded.find((id) => !seen.has(id) && !gone.has(id));
+      expect(await library.deleteById(page.at(-1)!.id)).not.toBeNull();
+      if (unseen && (await library.deleteById(unseen))) gone.add(unseen);
     }
     const ids = got.map((k) => k.id);
     expect(new Set(ids).size).toBe(ids.length);
-    for (const id of seeded) expect(ids).toContain(id);
+    for (const id of seeded) expect(ids.includes(id)).toBe(!gone.has(id));
+    expect(gone.size).toBeGreaterThan(5);
     const order = got.map((k) => `${k.createdAt}|${k.id}`);
     expect(order).toEqual([...order].sort());
   }, 120_000);

@@ -6,6 +6,7 @@
  * On a terminal the table needs every row for its widths: it is built whole, as before (lib/cli/format.ts).
  */
 import type { ApiKeyInfo } from "../core/model.ts";
+import { KeyIndex } from "../core/_key-index.ts";
 import type { KeyFilter } from "../core/filter.ts";
 import type { KeyStore } from "../store/key-store.ts";
 import type { Output } from "./format-results.ts";
@@ -24,44 +25,6 @@ export type PagedStore = Pick<KeyStore, "listPages" | "get">;
 
 export const canStream = (store: object): store is PagedStore => "listPages" in store && "get" in store;
 
-/** Creation times and ids of keys, packed: 8 + 16 bytes a key. */
-class KeyIndex {
-  times = new Float64Array(1024);
-  ids = new Uint8Array(1024 * 16);
-  size = 0;
-
-  add(key: ApiKeyInfo): void {
-    if (this.size === this.times.length) {
-      const times = new Float64Array(this.size * 2);
-      times.set(this.times);
-      const ids = new Uint8Array(this.size * 32);
-      ids.set(this.ids);
-      [this.times, this.ids] = [times, ids];
-    }
-    this.times[this.size] = Date.parse(key.createdAt);
-    const hex = key.id.replaceAll("-", "");
-    for (let i = 0; i < 16; i++) this.ids[this.size * 16 + i] = parseInt(hex.slice(i * 2, i * 2 + 2), 16);
-    this.size++;
-  }
-
-  id(at: number): string {
-    let hex = "";
-    for (let i = 0; i < 16; i++) hex += this.ids[at * 16 + i].toString(16).padStart(2, "0");
-    return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
-  }
-
-  /** Positions, oldest first (then by id). */
-  order(): Uint32Array {
-    const at = Uint32Array.from({ length: this.size }, (_, i) => i);
-    return at.sort((a, b) => this.times[a] - this.times[b] || compareBytes(this.ids, a * 16, b * 16));
-  }
-}
-
-function compareBytes(bytes: Uint8Array, a: number, b: number): number {
-  for (let i = 0; i < 16; i++) if (bytes[a + i] !== bytes[b + i]) return bytes[a + i] - bytes[b + i];
-  return 0;
-}
-
 /**
  * Writes the keys `matches` keeps, at most `limit`, oldest first, as tab-separated lines or as the
  * `{"keys":[...]}` of `--json`, through `write`. A reader that leaves (`| head -1`) ends it with exit 0.
@@ -75,11 +38,10 @@ export async function streamList(
   const { asJson, matches, limit = Infinity } = query;
   const index = new KeyIndex();
   for await (const page of store.listPages()) for (const key of page) if (!matches || matches(key, now)) index.add(key);
-  const order = index.order();
   const fields = listFields(now);
   let written = 0;
-  for (let at = 0; at < order.length && written < limit; at += CHUNK) {
-    const ids = Array.from(order.subarray(at, at + CHUNK), (i) => index.id(i));
+  for (let at = 0; at < index.size && written < limit; at += CHUNK) {
+    const ids = Array.from({ length: Math.min(CHUNK, index.size - at) }, (_, i) => index.idAt(at + i));
     // A key deleted, or changed to no longer match, between the passes is left out.
     const keys = (await Promise.all(ids.map((id) => store.get(id))))
       .filter((key): key is ApiKeyInfo => key !== null && (!matches || matches(key, now)))

@@ -1,13 +1,10 @@
 /**
- * Pages of keys in the order `list` gives them (oldest first, then by id), for GraphQL
- * `apiKeys(first:, after:)`. A cursor is the `createdAt` and id of the last key a page returned, in
- * base64url: opaque to clients, and stable while keys are created (a new key sorts after every key
- * there was) or deleted (the next page starts after the cursor, wherever the key it came from went).
- * A page reads every key once, keeping only `first` of them: memory is bounded by the page size.
+ * The cursors and page sizes of GraphQL `apiKeys(first:, after:)` (the pages are lib/store/paging.ts's).
+ * A cursor is the `createdAt` and id of the last key a page returned, in base64url: opaque to clients,
+ * and stable while keys are created (a new key sorts after every key there was) or deleted (the next
+ * page starts after the cursor's position, whether or not its key is still there).
  */
 import { ServiceError } from "./errors.ts";
-import type { ApiKeyInfo } from "./model.ts";
-import type { KeyFilter } from "./filter.ts";
 
 export const PAGE_MAX = 1000;
 /** The page size when `after` is given without `first`. */
@@ -30,8 +27,8 @@ export function parseCursor(cursor: unknown): Position {
   } catch {
     throw invalid;
   }
-  const match = /^([^|]{1,40})\|([0-9a-f-]{36})$/.exec(text);
-  if (!match) throw invalid;
+  const match = /^([^|]{1,40})\|([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/.exec(text);
+  if (!match || Number.isNaN(Date.parse(match[1]))) throw invalid;
   return { createdAt: match[1], id: match[2] };
 }
 
@@ -42,29 +39,4 @@ export function pageSize(first: unknown, after: unknown): number {
     throw new ServiceError("INVALID_INPUT", `first is from 1 to ${PAGE_MAX} (got ${String(first)})`);
   }
   return first as number;
-}
-
-const before = (a: Position, b: Position) => a.createdAt < b.createdAt || (a.createdAt === b.createdAt && a.id < b.id);
-const order = (a: Position, b: Position) => (before(a, b) ? -1 : before(b, a) ? 1 : 0);
-
-/**
- * The `first` keys after `after` that `matches` keeps, oldest first, read from `pages` (a store's
- * `listPages`) in one pass holding at most twice `first` of them.
- */
-export async function pageOf(
-  pages: AsyncIterable<ApiKeyInfo[]>,
-  query: { first: number; after?: Position; matches?: KeyFilter },
-  now: number,
-): Promise<ApiKeyInfo[]> {
-  const { first, after, matches } = query;
-  let kept: ApiKeyInfo[] = [];
-  for await (const page of pages) {
-    for (const key of page) {
-      if (after && !before(after, key)) continue;
-      if (matches && !matches(key, now)) continue;
-      kept.push(key);
-    }
-    if (kept.length > 2 * first) kept = kept.sort(order).slice(0, first);
-  }
-  return kept.sort(order).slice(0, first);
 }

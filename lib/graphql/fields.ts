@@ -8,7 +8,8 @@ import { ServiceError } from "../core/errors.ts";
 import { DescriptionSchema, NameSchema, parseCreateInput, parseInput, PermissionsSchema, RolesSchema } from "../core/input.ts";
 import { checkLabels } from "../core/labels.ts";
 import { parseFilter } from "../core/filter.ts";
-import { pageOf, pageSize, parseCursor } from "../core/paging.ts";
+import { pageSize, parseCursor } from "../core/paging.ts";
+import { pageKeys } from "../store/paging.ts";
 import { PRESETS } from "../core/presets.ts";
 import { can, canPair, effectivePermissions, escalation, type Grants } from "../core/policy.ts";
 import { MAX_GRACE_MS, parseInstant, untilOf } from "../core/lifecycle.ts";
@@ -105,12 +106,12 @@ function graceOf(input: Args): number | undefined {
   return seconds * 1000;
 }
 
-/** One page of `apiKeys(first:, after:, filter:)`: read as the store goes, holding one page of keys. */
+/** One page of `apiKeys(first:, after:, filter:)` (lib/store/paging.ts). */
 async function page(a: Args, store: KeyStore): Promise<ApiKeyInfo[]> {
   const first = pageSize(a.first, a.after);
   const after = a.after == null ? undefined : parseCursor(a.after);
   const matches = a.filter == null ? undefined : parseFilter(a.filter);
-  return await pageOf(store.listPages(), { first, after, matches }, Date.now());
+  return await pageKeys(store, { first, after, matches }, Date.now());
 }
 
 /** The rules of the `Query` fields. */
