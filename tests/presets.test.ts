@@ -1,6 +1,8 @@
 // Presets and --dry-run, as a user meets them: the CLI as a child process over a fresh fs store, and
 // GraphQL `apiKeyPresets` and `create(input: { preset })` against `serve --port 0`.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { interactiveCreate, type PromptFn } from "../lib/cli/prompts.ts";
+import { createKeyStore } from "../lib/store/key-store.ts";
 import { cliWithStore } from "./helpers/cli.ts";
 import { gql, type ServerProcess, startServer } from "./helpers/server.ts";
 
@@ -35,6 +37,19 @@ describe("--preset", () => {
     expect(result.stderr).toContain("Valid presets: docker_manager, vm_manager, monitoring, backup_manager, network_admin");
     expect(result.stderr).not.toMatch(/at .*\.c?js/);
     expect((await json("--list")).keys.map((k: { name: string }) => k.name)).not.toContain("typo");
+  });
+
+  it("at the interactive prompt gives the permissions, so only name, description and roles are asked", async () => {
+    const asked: string[] = [];
+    const answers = ["from prompt", "", ["GUEST"]];
+    const prompt: PromptFn = async (message) => answers[asked.push(message) - 1];
+    const store = createKeyStore();
+    const out = await interactiveCreate({ create: true, preset: "docker_manager" }, store, { prompt });
+    expect(asked).toHaveLength(3);
+    expect(asked[2]).toMatch(/Roles/);
+    expect(await store.verify(out.stdout!.trim())).toMatchObject({ roles: ["GUEST"], permissions: [DOCKER_CRUD] });
+    await expect(interactiveCreate({ create: true, preset: "vm_manger" }, store, { prompt })).rejects.toThrow("Did you mean 'vm_manager'?");
+    expect(asked).toHaveLength(3); // the typo is refused before any question
   });
 
   it("on update replaces the permissions with the preset's (and -p's)", async () => {
