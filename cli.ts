@@ -29,7 +29,7 @@ async function main(argv: string[]): Promise<Output> {
   }
   if (options.includes("-v") || options.includes("--version")) return { stdout: `${VERSION}\n`, exitCode: 0 };
   const { command, flags } = await parseArgv(argv, commands);
-  const io: CommandIO = { env: process.env, log: (line) => process.stderr.write(line + "\n"), debug, write: writeOut, registry };
+  const io: CommandIO = { env: process.env, log: (line) => process.stderr.write(line + "\n"), debug, write: writeOut, registry, argv };
   return await command.run(flags, io);
 }
 

@@ -52,6 +52,7 @@ export {
   type KeyStore,
   type KeyStoreOptions,
   type Refusal,
+  type RotateOptions,
   type VerifiedKey,
 } from "./lib/store/key-store.ts";
 export { type AuditLog, type AuditQuery, createMemoryAuditLog, describeActor, localActor } from "./lib/store/audit.ts";

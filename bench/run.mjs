@@ -11,6 +11,7 @@ import { promisify } from "node:util";
 import {
   hasTaskset, killChildrenOnExit, load, median, post, ROOT, seed, spread, startBare, startMercurius, startService,
 } from "./_lib.mjs";
+import { scanBench } from "./scan.mjs";
 
 const run = promisify(execFile);
 const CLI = join(ROOT, "dist/cli.cjs");
@@ -199,6 +200,7 @@ const started = Date.now();
 const loadBefore = loadavg();
 await coldStart();
 await scale();
+await scanBench({ quick, report, work });
 await service();
 
 const table = [

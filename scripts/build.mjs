@@ -9,6 +9,7 @@
 //                                Redis, consola), as ES modules loaded by import() on demand
 //   dist/explorer/               the browser explorer's assets (scripts/explorer-build.mjs), read by the
 //                                service only when a browser asks for them
+//   dist/console/                the web console's assets (scripts/console-build.mjs), likewise
 //
 // Start-up is the business of this file and the loader alone; library code is written plainly.
 // Why CommonJS for the start-up path: on a cold start Node's ES module loader costs about a tenth
@@ -26,6 +27,7 @@ import { tmpdir } from "node:os";
 import { join, relative, resolve } from "node:path";
 import { build } from "esbuild";
 import { buildExplorer } from "./explorer-build.mjs";
+import { buildConsole } from "./console-build.mjs";
 
 const ROOT = resolve(import.meta.dirname, "..");
 /** Each module the start-up path imports dynamically, and its file under dist/lazy/. */
@@ -35,6 +37,7 @@ const LAZY = {
   "lib/client/remote.ts": "remote",
   "lib/cli/prompts.ts": "prompts",
   "lib/cli/completion-script.ts": "completion",
+  "lib/cli/scan-command.ts": "scan",
   "lib/store/drivers/redis.ts": "redis",
   "consola/basic": "consola-basic",
 };
@@ -98,6 +101,8 @@ try {
   // Started first: esbuild and the compression run outside this thread while tsc runs.
   const explorer = buildExplorer(out);
   explorer.catch(() => {}); // awaited below; this keeps a failure from skipping the clean-up
+  const webConsole = buildConsole(out);
+  webConsole.catch(() => {});
   execFileSync(process.execPath, ["node_modules/typescript/bin/tsc", "-p", "tsconfig.json", "--outDir", out], {
     stdio: "inherit",
   });
@@ -142,6 +147,7 @@ try {
   });
   chmodSync(`${out}/cli.cjs`, 0o755);
   await explorer;
+  await webConsole;
   try {
     renameSync("dist", old);
   } catch {}

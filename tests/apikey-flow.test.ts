@@ -147,7 +147,7 @@ describe("apikey in process (memory store)", () => {
 
   it("needs exactly one of --create, --delete and --list", async () => {
     expect((await run(createKeyStore(), { create: true, list: true })).notice).toBe(
-      "Error: Choose one of --create, --delete, --update, --list, --audit, --export and --import, not --create and --list",
+      "Error: Choose one of --create, --delete, --update, --rotate, --list, --audit, --export, --import, --scan; not --create and --list",
     );
   });
 });

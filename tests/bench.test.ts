@@ -19,6 +19,7 @@ it("npm run bench -- --quick prints the table of ratios", async () => {
     ...(process.env.NODE_EXTRA_CA_CERTS ? [["NODE_EXTRA_CA_CERTS unset", "report"] as [string, string]] : []),
     ["create with", "<=1.2"],
     ["delete with", "<=1.2"],
+    ["`apikey --scan` of", "<=5"],
     [`service ${ME} vs Mercurius (req/s)`, ">=1.2"],
     [`service ${INFO} vs Mercurius (req/s)`, ">=1.0"],
     [`service ${ME} vs Mercurius (server CPU per request)`, "<=1.0"],

@@ -148,7 +148,7 @@ describe("expired keys: --list and --delete --expired", () => {
     const store = await openFs(dir);
     try {
       expect(await store.verify(short.key)).toBeNull();
-      expect(await store.refusal(short.key)).toBe("expired");
+      expect((await store.refusal(short.key)).reason).toBe("expired");
       expect(await store.verify(later.key)).not.toBeNull();
     } finally {
       await store.close();
@@ -215,7 +215,7 @@ describe("rotation with --overwrite --grace", () => {
       expect((await now.verify(old.key))?.id).toBe(old.id);
       expect(await now.verify(fresh_)).not.toBeNull();
       expect(await afterGrace.verify(old.key)).toBeNull();
-      expect(await afterGrace.refusal(old.key)).toBe("expired");
+      expect((await afterGrace.refusal(old.key)).reason).toBe("expired");
       expect(await afterGrace.verify(fresh_)).not.toBeNull();
     } finally {
       await now.close();

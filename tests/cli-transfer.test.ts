@@ -43,6 +43,10 @@ describe("apikey --export / --import", () => {
     const [key] = JSON.parse((await cli(to, "--list", "--json")).stdout).keys;
     expect(key).toMatchObject({ id: created.id, name: "deploy key", description: "deployer", roles: ["ADMIN"] });
 
+    const piped = await runCli(["apikey", "--import", "-", "--store", join(tmp.dir, "piped")], { input: readFileSync(file, "utf8") });
+    expect(piped.code, piped.stderr).toBe(0); // `-` is standard input, also as the value of --import
+    expect(piped.stderr).toContain("Imported 1 key. The file's 1 audit event stays in the file");
+
     const again = await cli(to, "--import", file);
     expect(again.code).toBe(1);
     expect(again.stderr).toMatch(/Line 2 of the import: key .* is already in the store\. Nothing was imported/);

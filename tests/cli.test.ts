@@ -248,7 +248,7 @@ describe("usage", () => {
 
   it.each([
     [["apikey", "--create", "--name", "x", "--roles", "ADMIN", "--colour"], "Unknown option `--colour`"],
-    [["apikey", "--name", "x"], "Choose what to do: --create, --delete, --update, --list, --audit, --export or --import"],
+    [["apikey", "--name", "x"], "Choose what to do: --create, --delete, --update, --rotate, --list, --audit, --export, --import or --scan"],
     [["apikey", "--create", "--delete", "--name", "x"], "not --create and --delete"],
     [["apikey", "--create", "--name", "a", "--name", "b", "--roles", "ADMIN"], "--name was given more than once"],
     [["keys"], "Unknown command 'keys'"],

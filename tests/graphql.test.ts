@@ -124,7 +124,8 @@ describe("GraphQL authorization", () => {
   it("every field states the permission it needs in the schema", () => {
     expect(FIELD_PERMISSIONS["Query.apiKeys"]).toBe("API_KEY:READ_ANY");
     expect(FIELD_PERMISSIONS["Mutation.apiKey.create"]).toBe("API_KEY:CREATE_ANY");
-    expect(Object.keys(FIELD_PERMISSIONS)).toHaveLength(18); // with auditLog, deleteExpired and apiKeyPresets
+    expect(FIELD_PERMISSIONS["Mutation.apiKey.rotate"]).toBe("API_KEY:UPDATE_ANY");
+    expect(Object.keys(FIELD_PERMISSIONS)).toHaveLength(19); // with auditLog, deleteExpired, rotate and apiKeyPresets
   });
 });
 

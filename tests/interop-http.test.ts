@@ -111,6 +111,16 @@ describe("GraphQL-over-HTTP MUSTs", () => {
     expect((await call({ headers: { "content-type": "application/json, text/plain" }, body: "{}" })).status).toBe(415);
   });
 
+  it("refuses a request body typed application/graphql-response+json with 415 (a type of answers only)", async () => {
+    const body = JSON.stringify({ query: "{ me { id } }" });
+    for (let i = 0; i < 4; i++) { // compiled after a few runs of the same query: refused all the same
+      const refused = await call({ headers: { "content-type": GR }, body });
+      expect(refused.status).toBe(415);
+      expect(refused.body.errors[0].extensions.code).toBe("UNSUPPORTED_MEDIA_TYPE");
+      expect((await call({ body })).status).toBe(200);
+    }
+  });
+
   it("answers every error the service writes in the media type the client prefers", async () => {
     const bad = await call({ headers: { authorization: "Bearer nope", accept: `${GR}, application/json` }, body: "{}" });
     expect(bad.status).toBe(401);
@@ -179,14 +189,14 @@ describe("CORS", () => {
     expect(response.headers.get("access-control-allow-methods")).toBeNull();
     const answer = await call({ headers: { origin: "https://evil.example.com" }, body: JSON.stringify({ query: "{ me { id } }" }) });
     expect(answer.headers.get("access-control-allow-origin")).toBeNull();
-    expect(answer.headers.get("vary")).toBe("Origin");
+    expect(answer.headers.get("vary")).toBe("Origin, Authorization, x-api-key");
   });
 
   it("lets an allowed origin read answers and errors (401 included), with Vary: Origin", async () => {
     const ok = await call({ headers: { origin: "http://localhost:5173" }, body: JSON.stringify({ query: "{ me { name } }" }) });
     expect(ok.body.data.me.name).toBe("admin");
     expect(ok.headers.get("access-control-allow-origin")).toBe("http://localhost:5173");
-    expect(ok.headers.get("vary")).toBe("Origin");
+    expect(ok.headers.get("vary")).toBe("Origin, Authorization, x-api-key");
     const denied = await call({ headers: { origin: "http://localhost:5173", authorization: "Bearer x" }, body: "{}" });
     expect(denied.status).toBe(401);
     expect(denied.headers.get("access-control-allow-origin")).toBe("http://localhost:5173");
@@ -229,5 +239,47 @@ describe("CORS", () => {
     const bad = await runCli(["serve", "--port", "0", "--store", "memory:", "--cors-origin", "https://app.example.com/"]);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/Invalid CORS origin/);
+  });
+});
+
+describe("answers no shared cache may keep", () => {
+  const PRIVATE = { cacheControl: "no-store", vary: "Authorization, x-api-key" };
+  const fields = (response: Response) => ({ cacheControl: response.headers.get("cache-control"), vary: response.headers.get("vary") });
+
+  it("carry Cache-Control: no-store and Vary: Authorization, x-api-key on every /graphql answer", async () => {
+    const plain = await serve({ store, port: 0, onError: () => {} }); // CORS off: no Origin to vary by
+    try {
+      const get = (query: string, headers: Record<string, string> = { "x-api-key": key }) =>
+        fetch(`${plain.url}/graphql?query=${encodeURIComponent(query)}`, { headers });
+      const post = (body: string, headers: Record<string, string> = {}) =>
+        fetch(`${plain.url}/graphql`, { method: "POST", headers: { "x-api-key": key, "content-type": "application/json", ...headers }, body });
+      const me = JSON.stringify({ query: "{ me { id } info { hostname } }" });
+      const answers: [string, Response][] = [
+        ["an ADMIN's key list over GET", await get("{ apiKeys { id name } }")],
+        ["a remembered answer, first", await get("{ me { id name } }")],
+        ["a remembered answer, again", await get("{ me { id name } }")],
+        ...await Promise.all([1, 2, 3, 4, 5].map(async (i) => [`a compiled answer, run ${i}`, await post(me)] as [string, Response])),
+        ["a result with errors", await post(JSON.stringify({ query: "{ nope }" }))],
+        ["401", await get("{ me { id } }", { "x-api-key": "sapi_nope" })],
+        ["405", await fetch(`${plain.url}/graphql`, { method: "PUT", headers: { "x-api-key": key } })],
+        ["406", await get("{ me { id } }", { "x-api-key": key, accept: "image/png" })],
+        ["415", await post(me, { "content-type": "text/plain" })],
+        ["a mutation over GET", await get("mutation { apiKey { delete(input: { ids: [] }) } }")],
+      ];
+      for (const [what, response] of answers) {
+        expect(fields(response), what).toEqual(PRIVATE);
+        await response.arrayBuffer();
+      }
+      expect(answers[0][1].status).toBe(200);
+    } finally {
+      await plain.close();
+    }
+  });
+
+  it("vary by Origin too when CORS is on", async () => {
+    const answer = await call({ headers: { "x-api-key": key, authorization: "" }, body: JSON.stringify({ query: "{ apiKeys { id } }" }) });
+    expect(answer.status).toBe(200);
+    expect(answer.headers.get("cache-control")).toBe("no-store");
+    expect(answer.headers.get("vary")).toBe("Origin, Authorization, x-api-key");
   });
 });

@@ -40,6 +40,8 @@ describe("labels on the command line", () => {
     expect(await names("--filter", "label:owner")).toEqual(["deploy dev"]);
     expect(await names("--filter", "deploy role:viewer")).toEqual(["deploy prod", "deploy dev"]);
     expect(await names("--filter", "role:ADMIN state:active")).toEqual(["admin"]);
+    const none = await cli("--list", "--filter", "label:env=nowhere");
+    expect([none.code, none.stdout, none.stderr]).toEqual([0, "", `No API key matches the filter (3 keys stored in fs:${store})\n`]);
     const lines = (await cli("--list", "--filter", "label:team=ops")).stdout.trim().split("\n");
     expect(lines).toHaveLength(1);
     expect(lines[0].split("\t").at(-1)).toBe("env=prod,team=ops"); // the pipe format's last field

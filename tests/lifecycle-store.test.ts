@@ -95,10 +95,10 @@ describe.each(Object.keys(backends))("key lifecycle on %s", (kind) => {
     clock = T0 + 1000;
     expect(await store.verify(key)).toBeNull(); // the remembered verification lapses too
     expect(await other.verify(key)).toBeNull();
-    expect(await store.refusal(key)).toBe("expired");
+    expect(await store.refusal(key)).toEqual({ reason: "expired" }); // expired, not retired: it is still its name's key
     // Still a key until pruned: listed, with its expiry.
     expect((await other.list()).map((k) => [k.name, k.expiresAt])).toEqual([["temp", at(T0 + 1000)]]);
-    expect(await store.refusal("sapi_not_a_key")).toBe("unknown");
+    expect(await store.refusal("sapi_not_a_key")).toEqual({ reason: "unknown" });
   });
 
   it("create refuses an expiry that is past, now, unparsable or without a zone, and stores nothing", async () => {
@@ -149,7 +149,7 @@ describe.each(Object.keys(backends))("key lifecycle on %s", (kind) => {
     expect((await store.verify(old.key))?.id).toBe(old.id);
     clock = T0 + 1 + 10 * MIN;
     expect(await store.verify(old.key)).toBeNull();
-    expect(await other.refusal(old.key)).toBe("expired");
+    expect(await other.refusal(old.key)).toEqual({ reason: "expired", retired: { id: old.id, name: "deploy" } });
     expect((await other.verify(fresh.key))?.id).toBe(fresh.id);
     expect((await store.deleteExpired()).map((k) => k.id)).toEqual([old.id]);
     expect((await store.list()).map((k) => k.id)).toEqual([fresh.id]);
@@ -160,7 +160,7 @@ describe.each(Object.keys(backends))("key lifecycle on %s", (kind) => {
     await store.verify(old.key);
     await other.create(input("deploy"), { overwrite: true });
     expect(await store.verify(old.key)).toBeNull();
-    expect(await store.refusal(old.key)).toBe("unknown");
+    expect(await store.refusal(old.key)).toEqual({ reason: "unknown", retired: { id: old.id, name: "deploy" } });
   });
 
   it("deleting the name stops the new secret and the old one in its grace period", async () => {

@@ -169,6 +169,16 @@ describe("interactive create", () => {
     expect(await store.verify(old.key)).toBeNull();
   });
 
+  test("replacing a key says which of its settings the new key does not carry over", async () => {
+    const store = createKeyStore();
+    const expiresAt = new Date(Date.now() + 86_400_000).toISOString();
+    await store.create({ ...parseCreateInput({ name: "ci", roles: "GUEST", description: "nightly" }), expiresAt });
+    const s = scripted([name("ci"), ["confirm", /already exists/, true], description(), roles(["GUEST"]), permissionsHow("none")]);
+    const out = await interactiveCreate({ create: true }, store, { prompt: s.prompt });
+    s.done();
+    expect(out.notice!.split("\n")[1]).toMatch(/^Note: the new key does not carry over the expiry \(.+ UTC\) and the description of the key it replaced: .*use --rotate\.$/);
+  });
+
   test("a name given as a flag is not asked; if taken, no at the confirmation fails with NAME_TAKEN", async () => {
     const store = await storeWith("ci");
     const before = await snapshot(store);

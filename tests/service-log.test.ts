@@ -87,7 +87,10 @@ describe("access log", () => {
 
   it("with LOG_FORMAT=json writes JSON lines only, the service's own lines too", async () => {
     const log = await logOf({ LOG_FORMAT: "json" });
-    const lines = log.trim().split("\n").map((l) => JSON.parse(l));
+    const all = log.trim().split("\n").map((l) => JSON.parse(l));
+    // First the store it serves, then where it listens.
+    expect(all[0]).toMatchObject({ level: "info", msg: expect.stringMatching(/^serving store fs:/) });
+    const lines = all.slice(1);
     expect(lines[0]).toMatchObject({ level: "info", msg: expect.stringContaining("listening on http://") });
     expect(lines[1]).toMatchObject({ level: "info", msg: "request", method: "POST", path: "/graphql", status: 200, keyId: key.id, keyName: "watcher one" });
     expect(typeof lines[1].ms).toBe("number");

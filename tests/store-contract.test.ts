@@ -10,14 +10,14 @@ import { fsDriver } from "../lib/store/drivers/fs.ts";
 import { openRedisBackend } from "../lib/store/drivers/redis.ts";
 import { ServiceError } from "../lib/core/errors.ts";
 import { generateSecret, sha256Hex } from "../lib/core/secret.ts";
-import { type AtomicIndex, createKeyStore, createLocalAtomicIndex, type KeyStore } from "../lib/store/key-store.ts";
+import { type AtomicIndex, createKeyStore, createLocalAtomicIndex, type KeyStore, type KeyStoreOptions } from "../lib/store/key-store.ts";
 import { tempDir } from "./helpers/cli.ts";
 import { type RedisServer, startRedis } from "./helpers/redis.ts";
 import { input } from "./helpers/keys.ts";
 
 interface Backend {
-  /** A new store instance over this backend's data (a new connection where the backend has one). */
-  open(): Promise<KeyStore>;
+  /** A new store instance over this backend's data (a new connection where the backend has one), with `extra` options. */
+  open(extra?: KeyStoreOptions): Promise<KeyStore>;
   /** The atomic index operations of a new instance over this backend's data. */
   atomic(): Promise<AtomicIndex>;
   /** Every value the backend holds, as stored. */
@@ -59,9 +59,9 @@ async function fsBackend(blocking: boolean): Promise<Backend> {
   const stores: KeyStore[] = [];
   const backend: Backend = {
     listings: 0,
-    open: async () => {
+    open: async (extra = {}) => {
       const driver = fsDriver({ base: join(dir, "keys"), blocking });
-      const store = createKeyStore({ storage: counting(createStorage({ driver }), backend), atomic: driver.atomic });
+      const store = createKeyStore({ storage: counting(createStorage({ driver }), backend), atomic: driver.atomic, ...extra });
       stores.push(store);
       return store;
     },
@@ -81,7 +81,7 @@ const backends: Record<string, () => Promise<Backend>> = {
     const atomic = createLocalAtomicIndex(storage);
     const backend: Backend = {
       listings: 0,
-      open: async () => createKeyStore({ storage: counting(storage, backend), atomic }),
+      open: async (extra = {}) => createKeyStore({ storage: counting(storage, backend), atomic, ...extra }),
       atomic: async () => atomic,
       rawValues: async () =>
         Promise.all((await storage.getKeys()).map(async (key) => JSON.stringify(await storage.getItem(key)))),
@@ -102,9 +102,9 @@ const backends: Record<string, () => Promise<Backend>> = {
     };
     const backend: Backend = {
       listings: 0,
-      open: async () => {
+      open: async (extra = {}) => {
         const { storage, atomic, dispose } = await openRedisBackend(url);
-        const store = createKeyStore({ storage: counting(storage, backend), atomic, dispose });
+        const store = createKeyStore({ storage: counting(storage, backend), atomic, dispose, ...extra });
         stores.push(store);
         return store;
       },
@@ -448,5 +448,210 @@ describe.each(Object.keys(backends))("key store contract on %s", (kind) => {
     if (watcher.version) expect(seen.size).toBe(6);
     const raw = await backend.rawValues();
     expect(raw.join("\n")).toMatch(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/);
+  });
+
+  it("rotate gives the same key a new secret: id and every setting stay, the old secret stops at once on every instance", async () => {
+    const other = await backend.open();
+    const expiresAt = new Date(Date.now() + 90 * 86_400_000).toISOString();
+    const old = await store.create(input("deploy key", { description: "CI", roles: ["CONNECT"], permissions: [{ resource: "DOCKER", actions: ["READ_ANY"] }], expiresAt }));
+    await store.recordUse(new Map([[old.id, Date.now() - 60_000]])); // a field create never sets: carried over too
+    const before = await store.get(old.id);
+    expect((await other.verify(old.key))?.id).toBe(old.id); // remembered by the other instance
+    const rotated = await store.rotate(old.id);
+    expect(rotated.key).toMatch(/^sapi_/);
+    expect(rotated.key).not.toBe(old.key);
+    const { key: _key, ...info } = rotated;
+    expect(info).toEqual(before);
+    expect(await other.get(old.id)).toEqual(before);
+    expect(await other.verify(old.key)).toBeNull();
+    expect(await store.verify(old.key)).toBeNull();
+    expect(await other.verify(rotated.key)).toMatchObject({ id: old.id, roles: ["CONNECT"], description: "CI", expiresAt });
+    expect(await store.list()).toEqual([before]);
+    expect((await store.audit()).map((e) => [e.action, e.id])).toEqual([["create", old.id], ["rotate", old.id]]);
+    const raw = (await backend.rawValues()).join("\n");
+    expect(raw).not.toContain(rotated.key);
+    expect(raw).toContain(sha256Hex(rotated.key));
+    expect(raw).not.toContain(sha256Hex(old.key));
+    // The old secret coming back is named (a sign of a leak, or of a deployment that missed the rotation).
+    expect((await store.refusal(old.key)).retired).toMatchObject({ id: old.id, name: "deploy key" });
+  });
+
+  it("rotate with a grace period keeps the old secret working as a key in grace of its own, which goes with the name", async () => {
+    const other = await backend.open();
+    const old = await store.create(input("ci", { roles: ["ADMIN"] }));
+    const rotated = await store.rotate(old.id, { graceMs: 10 * 60_000 });
+    expect(rotated.id).toBe(old.id);
+    const twin = await other.verify(old.key);
+    expect(twin).toMatchObject({ name: "ci", roles: ["ADMIN"], graceUntil: expect.any(String) });
+    expect(twin!.id).not.toBe(old.id);
+    expect((await other.verify(rotated.key))?.id).toBe(old.id);
+    expect((await store.list()).map((k) => [k.id, k.graceUntil !== undefined])).toEqual([[old.id, false], [twin!.id, true]]);
+    // A second rotation with grace ends the first one's period: at most two working secrets.
+    const third = await other.rotate(old.id, { graceMs: 60_000 });
+    expect(await store.verify(old.key)).toBeNull();
+    expect((await store.verify(rotated.key))?.graceUntil).toBeDefined();
+    expect(await store.deleteByName("ci")).toMatchObject({ id: old.id });
+    for (const secret of [old.key, rotated.key, third.key]) expect(await other.verify(secret)).toBeNull();
+    expect(await store.list()).toEqual([]);
+  });
+
+  it("of 8 concurrent rotations through separate instances exactly one new secret verifies, and a rotation racing a delete leaves nothing working", async () => {
+    const instances = [store, ...(await Promise.all(Array.from({ length: 3 }, () => backend.open())))];
+    const old = await store.create(input("busy", { description: "kept" }));
+    const { values, errors } = await settle(Array.from({ length: 8 }, (_, i) => instances[i % 4].rotate(old.id)));
+    expect(errors).toEqual([]);
+    const working = [];
+    for (const k of [old, ...values]) if (await instances[1].verify(k.key)) working.push(k.key);
+    expect(working).toHaveLength(1);
+    expect(await store.list()).toEqual([expect.objectContaining({ id: old.id, description: "kept" })]);
+    const doomed = await store.create(input("doomed"));
+    const [rotation, deletion] = await Promise.allSettled([instances[1].rotate(doomed.id, { graceMs: 60_000 }), instances[2].deleteByName("doomed")]);
+    expect(deletion).toMatchObject({ status: "fulfilled", value: { id: doomed.id } });
+    const secrets = [doomed.key, ...(rotation.status === "fulfilled" ? [rotation.value.key] : [])];
+    for (const secret of secrets) expect(await instances[3].verify(secret)).toBeNull();
+    const raw = (await backend.rawValues()).join("\n");
+    for (const secret of secrets) expect(raw).not.toContain(sha256Hex(secret)); // no entry left behind
+    expect((await store.list()).map((k) => k.name)).toEqual(["busy"]);
+  });
+
+  it("rotate refuses an unknown id, a key in its grace period and a bad grace period, and changes nothing", async () => {
+    const old = await store.create(input("ci"));
+    await store.rotate(old.id, { graceMs: 60_000 });
+    const twin = (await store.list()).find((k) => k.graceUntil)!;
+    const refusals: [string, object, string, RegExp][] = [
+      ["00000000-0000-4000-8000-000000000000", {}, "NOT_FOUND", /No API key found with id/],
+      ["../../etc/passwd", {}, "NOT_FOUND", /No API key found with id/],
+      [twin.id, {}, "NOT_FOUND", /grace period\): it can be deleted, not rotated/],
+      [old.id, { graceMs: 0 }, "INVALID_INPUT", /at most 24h/],
+      [old.id, { graceMs: 24 * 3_600_000 + 1 }, "INVALID_INPUT", /at most 24h/],
+    ];
+    const listed = await store.list();
+    for (const [id, options, code, message] of refusals) {
+      const error = await store.rotate(id, options).catch((e) => e);
+      expect(error).toBeInstanceOf(ServiceError);
+      expect([error.code, error.message]).toEqual([code, expect.stringMatching(message)]);
+    }
+    expect(await store.list()).toEqual(listed);
+    expect((await store.audit()).filter((e) => e.action === "rotate")).toHaveLength(1);
+  });
+
+  describe("retired secrets", () => {
+    /** A store instance on this backend with a clock the test moves, and no verify cache (every verify reads). */
+    const clocked = async (extra: KeyStoreOptions = {}) => {
+      const clock = { now: Date.parse("2026-06-01T12:00:00Z") };
+      const timed = await backend.open({ now: () => clock.now, verifyCacheSize: 0, ...extra });
+      return { clock, timed };
+    };
+    const reuses = async (s: KeyStore) => (await s.audit()).filter((e) => e.action === "reuse");
+
+    it("a deleted key's secret is refused, and the refusal names the key it belonged to", async () => {
+      const gone = await store.create(input("gone"));
+      const other = await store.create(input("other"));
+      await store.deleteByName("gone");
+      const byId = await store.create(input("by id"));
+      await store.deleteById(byId.id);
+      const fresh = await backend.open({ verifyCacheSize: 0 }); // another process: nothing remembered
+      expect(await fresh.verify(gone.key)).toBeNull();
+      expect(await fresh.refusal(gone.key)).toEqual({ reason: "unknown", retired: { id: gone.id, name: "gone" } });
+      expect(await fresh.refusal(byId.key)).toEqual({ reason: "unknown", retired: { id: byId.id, name: "by id" } });
+      // A secret this store never issued, and a live key's, name nothing.
+      expect(await fresh.refusal(generateSecret())).toEqual({ reason: "unknown" });
+      expect(await fresh.refusal(other.key)).toEqual({ reason: "unknown" });
+      await fresh.close();
+    });
+
+    it("a retired hash never verifies: not through its retired entry, not from a cache, not after its name is taken again", async () => {
+      const old = await store.create(input("ci"));
+      expect((await store.verify(old.key))?.id).toBe(old.id); // remembered by this instance
+      await store.deleteByName("ci");
+      const again = await store.create(input("ci"));
+      const fresh = await backend.open();
+      for (const s of [store, fresh]) {
+        expect(await s.verify(old.key)).toBeNull();
+        expect((await s.verify(again.key))?.id).toBe(again.id);
+      }
+      // Only the hash is kept with the key's id and name: no roles, no permissions, no secret.
+      const raw = (await backend.rawValues()).filter((v) => v.includes("retiredAt"));
+      expect(raw).toHaveLength(1);
+      expect(Object.keys(JSON.parse(raw[0])).sort()).toEqual(["id", "name", "retiredAt"]);
+      expect((await backend.rawValues()).join("\n")).not.toContain(old.key);
+      await fresh.close();
+    });
+
+    it("an overwrite retires the old secret at once, or with a grace period once it is over", async () => {
+      const { clock, timed } = await clocked();
+      const first = await timed.create(input("deploy"));
+      const second = await timed.create(input("deploy"), { overwrite: true });
+      expect(await timed.refusal(first.key)).toEqual({ reason: "unknown", retired: { id: first.id, name: "deploy" } });
+      await timed.create(input("deploy"), { overwrite: true, graceMs: 60_000 });
+      expect((await timed.verify(second.key))?.id).toBe(second.id); // in its grace period: no reuse
+      clock.now += 61_000;
+      expect(await timed.verify(second.key)).toBeNull();
+      expect(await timed.refusal(second.key)).toEqual({ reason: "expired", retired: { id: second.id, name: "deploy" } });
+      expect(await timed.deleteExpired()).toHaveLength(1); // its record goes; it stays retired
+      expect(await timed.refusal(second.key)).toEqual({ reason: "unknown", retired: { id: second.id, name: "deploy" } });
+      await timed.close();
+    });
+
+    it("a refused retired secret is audited as reuse by that key, at most once per key per minute", async () => {
+      const { clock, timed } = await clocked();
+      const a = await timed.create(input("a"));
+      const b = await timed.create(input("b"));
+      await timed.deleteByName("a");
+      await timed.deleteByName("b");
+      for (let i = 0; i < 5; i++) await timed.refusal(a.key);
+      await timed.refusal(b.key);
+      await timed.refusal(generateSecret()); // never issued: no event
+      expect((await reuses(timed)).map((e) => [e.id, e.name, e.actor])).toEqual([
+        [a.id, "a", { kind: "key", id: a.id, name: "a" }],
+        [b.id, "b", { kind: "key", id: b.id, name: "b" }],
+      ]);
+      clock.now += 59_000;
+      await timed.refusal(a.key);
+      expect(await reuses(timed)).toHaveLength(2);
+      clock.now += 2_000;
+      await timed.refusal(a.key);
+      expect((await reuses(timed)).map((e) => e.id)).toEqual([a.id, b.id, a.id]);
+      await timed.close();
+    });
+
+    it("retired entries are kept retiredRetentionMs, then ignored, and deleteExpired removes them", async () => {
+      const { clock, timed } = await clocked({ retiredRetentionMs: 3_600_000 });
+      const early = await timed.create(input("early"));
+      const late = await timed.create(input("late"));
+      await timed.deleteByName("early");
+      clock.now += 1_800_000;
+      await timed.deleteByName("late");
+      clock.now += 1_800_000; // early's entry is an hour old, late's half an hour
+      expect(await timed.refusal(early.key)).toEqual({ reason: "unknown" });
+      expect(await timed.refusal(late.key)).toEqual({ reason: "unknown", retired: { id: late.id, name: "late" } });
+      const retiredValues = async () => (await backend.rawValues()).filter((v) => v.includes("retiredAt"));
+      expect(await retiredValues()).toHaveLength(2);
+      expect(await timed.deleteExpired()).toEqual([]);
+      expect((await retiredValues()).map((v) => JSON.parse(v).id)).toEqual([late.id]);
+      clock.now += 1_800_000;
+      await timed.deleteExpired();
+      expect(await retiredValues()).toEqual([]);
+      await timed.close();
+    });
+  });
+});
+
+describe("retired secrets on Redis", () => {
+  it("carry the retention as their TTL, so Redis drops them by itself", async () => {
+    const prefix = `retired${++prefixes}`;
+    const { storage, atomic, dispose } = await openRedisBackend(`${redis.url}?prefix=${prefix}`);
+    const store = createKeyStore({ storage, atomic, dispose, retiredRetentionMs: 2 * 86_400_000 });
+    try {
+      const gone = await store.create(input("gone"));
+      await store.deleteByName("gone");
+      const ttl = await admin.ttl(`${prefix}:retired:${sha256Hex(gone.key)}`);
+      expect(ttl).toBeGreaterThan(2 * 86_400 - 60);
+      expect(ttl).toBeLessThanOrEqual(2 * 86_400);
+      // Nothing else of the key is left to expire: only its retired entry remains under the prefix.
+      expect((await admin.keys(`${prefix}:*`)).filter((k) => k.includes(gone.id) || k.includes(sha256Hex(gone.key)))).toEqual([`${prefix}:retired:${sha256Hex(gone.key)}`]);
+    } finally {
+      await store.close();
+    }
   });
 });

@@ -65,6 +65,27 @@ function valuesAsTyped(argv: string[], defs: readonly OptionDef[]): Map<string, 
   return values;
 }
 
+/**
+ * `--import -` as `--import=-`: mri reads a lone `-` as a flag of its own and would leave the value flag
+ * before it empty, though `-` is the usual word for standard input.
+ */
+function joinStdinValues(argv: string[], defs: readonly OptionDef[]): string[] {
+  const spellings = new Set<string>();
+  for (const def of defs) {
+    const { long, short, takesValue } = optionNames(def);
+    if (!takesValue) continue;
+    spellings.add(`--${long}`);
+    if (short) spellings.add(`-${short}`);
+  }
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    if (argv[i] === "--") return [...out, ...argv.slice(i)];
+    if (spellings.has(argv[i]) && argv[i + 1] === "-") out.push(`${argv[i++]}=-`);
+    else out.push(argv[i]);
+  }
+  return out;
+}
+
 /** cac's error as a USAGE error; an unknown flag gets the closest known one. */
 async function usageError(error: unknown, defs: readonly OptionDef[]): Promise<unknown> {
   if (!(error instanceof Error) || error.name !== "CACError") return error;
@@ -82,6 +103,7 @@ async function usageError(error: unknown, defs: readonly OptionDef[]): Promise<u
  */
 export async function parseArgv(argv: string[], commands: Record<string, LoadedCommand>): Promise<ParsedArgv> {
   refuseOddNames(argv);
+  argv = joinStdinValues(argv, Object.values(commands).flatMap((command) => command.options));
   const cli = cac("service-api");
   for (const { flag, help } of GLOBAL_OPTIONS) cli.option(flag, help);
   for (const command of Object.values(commands)) {

@@ -15,7 +15,7 @@ const eventTime = (iso: string) => iso.replace("T", " ").slice(0, 19);
 
 /** What else an event says, for the table: the fields an update changed, or (the start of) the id an overwrite replaced. */
 const detail = (event: AuditEvent) =>
-  event.changed?.length ? event.changed.join(",") : event.replaced ? `replaced ${event.replaced.slice(0, 8)}` : "";
+  event.changed?.length ? event.changed.join(",") : event.replaced ? `replaced ${event.replaced.slice(0, 8)}` : event.reason ?? "";
 
 /** The actor in the table: `alice@build-7`, or `key 'deploy'` (the pipe and --json also give that key's id). */
 const actorCell = (event: AuditEvent) => (event.actor.kind === "key" ? `key '${event.actor.name}'` : describeActor(event.actor));
@@ -53,6 +53,7 @@ const FIELDS: readonly ((e: AuditEvent) => string)[] = [
   (e) => describeActor(e.actor),
   (e) => e.changed?.join(",") ?? "",
   (e) => e.replaced ?? "",
+  (e) => e.reason ?? "",
 ];
 
 /** The events as the store gives them, in the specified JSON shape (field order fixed, extras only when present). */
@@ -65,6 +66,7 @@ function eventJson(e: AuditEvent) {
     actor: e.actor,
     ...(e.changed ? { changed: e.changed } : {}),
     ...(e.replaced ? { replaced: e.replaced } : {}),
+    ...(e.reason ? { reason: e.reason } : {}),
   };
 }
 

@@ -37,6 +37,8 @@ export interface CommandIO {
   interactive?: boolean;
   /** The command registry (lib/cli/registry.ts), for a command that describes the others (completion). */
   registry?: CommandTable;
+  /** The command line after the program name, for operands cac does not keep (`-`): see ./operands.ts. */
+  argv?: readonly string[];
 }
 
 /** A command as the registry loads it, with its usage name (`completion <shell>`). */

@@ -14,6 +14,8 @@ export interface ApikeyFlags {
   delete?: boolean;
   list?: boolean;
   update?: boolean;
+  /** A new secret for the key --name or --id chooses, with the same id and settings. */
+  rotate?: boolean;
   name?: string;
   id?: string;
   description?: string;
@@ -33,10 +35,12 @@ export interface ApikeyFlags {
   expiresAt?: string;
   /** False with `--no-expiry` (update: the key never expires again); cac sets true otherwise. */
   expiry?: boolean;
-  /** create with --overwrite: how long the replaced key's secret keeps working. */
+  /** create with --overwrite, rotate: how long the replaced secret keeps working. */
   grace?: string;
   /** delete: every key whose expiry or grace period has passed. */
   expired?: boolean;
+  /** delete: how long retired secrets are kept (a duration); --expired prunes the older ones. */
+  retiredRetention?: string;
   audit?: boolean;
   /** audit: a duration back from now or an instant. */
   since?: string;
@@ -60,9 +64,15 @@ export interface ApikeyFlags {
   filter?: string;
   /** create, update: preset names (lib/core/presets.ts), comma-separated. */
   preset?: string;
+  /** Scan files, folders and stdin (`-`) for leaked secrets. */
+  scan?: boolean;
+  /** scan: delete every live key found. */
+  revoke?: boolean;
+  /** scan: what to scan, when not given on the command line (library callers). */
+  paths?: string[];
 }
 
-export const MODES = ["create", "delete", "list", "update", "audit", "export", "import"] as const;
+export const MODES = ["create", "delete", "update", "rotate", "list", "audit", "export", "import", "scan"] as const;
 export type Mode = (typeof MODES)[number];
 
 /**
@@ -71,12 +81,14 @@ export type Mode = (typeof MODES)[number];
  */
 const MODE_FLAGS: Record<Mode, readonly string[]> = {
   create: ["name", "description", "roles", "permissions", "overwrite", "ifNotExists", "output", "force", "format", "expiresIn", "expiresAt", "grace", "label", "preset", "dryRun"],
-  delete: ["name", "id", "ifExists", "expired"],
+  delete: ["name", "id", "ifExists", "expired", "retiredRetention"],
   list: ["filter", "limit"],
   update: ["name", "id", "description", "roles", "permissions", "rename", "expiresIn", "expiresAt", "noExpiry", "label", "unlabel", "preset", "dryRun"],
   audit: ["since", "limit"],
   export: ["output", "force", "withAudit"],
   import: ["dryRun", "onConflict"],
+  rotate: ["name", "id", "grace", "output", "force", "format"],
+  scan: ["revoke", "paths"],
 };
 const COMMON = ["json", "store", "url"];
 const kebab = (flag: string) => `--${flag.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
@@ -93,8 +105,8 @@ export function chooseMode(given: ApikeyFlags): Mode {
     throw new ServiceError(
       "USAGE",
       modes.length === 0
-        ? "Choose what to do: --create, --delete, --update, --list, --audit, --export or --import"
-        : `Choose one of --create, --delete, --update, --list, --audit, --export and --import, not ${modes.map((m) => `--${m}`).join(" and ")}`,
+        ? `Choose what to do: ${MODES.slice(0, -1).map((m) => `--${m}`).join(", ")} or --${MODES.at(-1)}`
+        : `Choose one of ${MODES.map((m) => `--${m}`).join(", ")}; not ${modes.map((m) => `--${m}`).join(" and ")}`,
     );
   }
   const mode = modes[0];
@@ -120,7 +132,7 @@ export function chooseMode(given: ApikeyFlags): Mode {
   if (flags.expired && flags.ifExists) {
     throw new ServiceError("USAGE", "--delete --expired already exits 0 when nothing has expired: drop --if-exists");
   }
-  if (has("grace") && !flags.overwrite) {
+  if (has("grace") && !flags.overwrite && mode !== "rotate") {
     throw new ServiceError("USAGE", "--grace keeps the secret of the key an overwrite replaces working: it needs --overwrite");
   }
   if (flags.format !== undefined && flags.json) pair("format", "json");
@@ -140,7 +152,7 @@ export interface LifecycleValues {
   expiresAt?: string;
   /** update --no-expiry: the key never expires again. */
   clearExpiry: boolean;
-  /** create --overwrite --grace: how long the replaced secret keeps working. */
+  /** create --overwrite --grace, rotate --grace: how long the replaced secret keeps working. */
   graceMs?: number;
   /** audit --since, in ms since the epoch. */
   since?: number;

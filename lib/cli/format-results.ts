@@ -15,9 +15,10 @@ export interface Output {
   exitCode: number;
   /**
    * Set when stdout carries a new key's secret, its only copy: see `undeliveredCreate`. `replaced`: a key
-   * of that name was there and is replaced (it keeps working until `graceUntil` when given).
+   * of that name was there and is replaced (it keeps working until `graceUntil` when given). `rotated`: the
+   * key is the same, with a new secret (`--rotate`).
    */
-  created?: { id: string; name: string; replaced: boolean; graceUntil?: string };
+  created?: { id: string; name: string; replaced: boolean; graceUntil?: string; rotated?: boolean };
   /** A reader that stops early (`--list | head -1`) is no failure: the data was only for reading. */
   readerMayLeave?: boolean;
 }

@@ -20,6 +20,7 @@ export const ENVIRONMENT: readonly [string, string][] = [
   ["SERVICE_API_METRICS_ALLOW", "serve: addresses that may read /metrics without a key, as --metrics-allow"],
   ["SERVICE_API_LAST_USE", "serve: off stops recording when keys were last used, as --no-last-use"],
   ["SERVICE_API_METRICS_GC", "serve: on adds the GC histogram to /metrics (default off, as it costs p99 latency)"],
+  ["SERVICE_API_RETIRED_RETENTION", "How long deleted or replaced keys' secrets are recognised, as --retired-retention (default 30d)"],
   ["NO_COLOR", "Prompts without colours"],
 ];
 

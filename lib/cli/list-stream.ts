@@ -37,7 +37,11 @@ export async function streamList(
   const now = Date.now();
   const { asJson, matches, limit = Infinity } = query;
   const index = new KeyIndex();
-  for await (const page of store.listPages()) for (const key of page) if (!matches || matches(key, now)) index.add(key);
+  let stored = 0;
+  for await (const page of store.listPages()) {
+    stored += page.length;
+    for (const key of page) if (!matches || matches(key, now)) index.add(key);
+  }
   const fields = listFields(now);
   let written = 0;
   for (let at = 0; at < index.size && written < limit; at += CHUNK) {
@@ -57,6 +61,7 @@ export async function streamList(
     return failed ? stopped(failed) : { exitCode: 0, readerMayLeave: true };
   }
   if (written) return { exitCode: 0, readerMayLeave: true };
+  if (matches && stored > 0) return { notice: noMatch(stored, query.where), exitCode: 0 };
   return { notice: query.where ? `No API keys stored in ${query.where}` : "No API keys stored", exitCode: 0, readerMayLeave: true };
 }
 
@@ -74,9 +79,15 @@ export async function listKeys(
   const view = stdoutView();
   if (write && (query.asJson || !view.tty) && canStream(store)) return await streamList(store, { ...query, matches }, write);
   const now = Date.now();
-  const keys = (await store.list()).filter((key) => !matches || matches(key, now)).slice(0, query.limit);
+  const stored = await store.list();
+  const keys = stored.filter((key) => !matches || matches(key, now)).slice(0, query.limit);
+  if (matches && keys.length === 0 && stored.length > 0 && !query.asJson) return { notice: noMatch(stored.length, query.where), exitCode: 0 };
   return { ...formatList(keys, query.asJson, view, query.where), readerMayLeave: true };
 }
+
+/** A filter that matched nothing in a store that has keys: said so, not "no keys stored". */
+const noMatch = (stored: number, where?: string) =>
+  `No API key matches the filter (${stored} key${stored === 1 ? "" : "s"} stored${where ? ` in ${where}` : ""})`;
 
 /** A reader that went away had what it wanted; any other failure to write is one. */
 const stopped = (code: string): Output =>

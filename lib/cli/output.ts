@@ -74,6 +74,10 @@ export async function undeliveredCreate(
   const { id, name } = created;
   const lost = `Error: Could not write the new key's secret to ${where} (${reason}).`;
   const fix = `Delete it (service-api apikey --delete --name '${name}') or overwrite it again.`;
+  if (created.rotated) {
+    const old = created.graceUntil ? `keeps working until ${created.graceUntil}` : "no longer works";
+    return `${lost} Key '${name}' (id ${id}) has a new secret, which is lost; its old secret ${old}. Rotate it again: service-api apikey --rotate --id ${id}`;
+  }
   if (created.replaced) {
     const old = created.graceUntil ? `which keeps working until ${created.graceUntil}` : "which no longer works";
     return `${lost} Key '${name}' (id ${id}) is stored, replacing the earlier key of that name (${old}), but its secret is lost. ${fix}`;

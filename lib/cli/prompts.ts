@@ -27,6 +27,7 @@ import type { KeyBackend, KeyStore } from "../store/key-store.ts";
 import { keyState, shortTime, twinMarks } from "./list.ts";
 import { lifecycleValues } from "./flags.ts";
 import { createKey } from "./create-key.ts";
+import { noteDropped } from "./rotate.ts";
 import { displayWidth, padEnd } from "./width.ts";
 
 export type { PromptFn };
@@ -63,19 +64,20 @@ async function askValid<const S extends v.GenericSchema>(ask: Ask, schema: S, qu
 }
 
 /** The name, and whether an existing key of that name is to be replaced (asked, unless --overwrite). */
-async function askName(ask: Ask, flags: ApikeyFlags, store: KeyBackend): Promise<{ name: string; replace: boolean }> {
+async function askName(ask: Ask, flags: ApikeyFlags, store: KeyBackend): Promise<{ name: string; replace: boolean; old?: ApiKeyInfo }> {
   let problem: string | undefined;
   for (;;) {
     const name: string = flags.name !== undefined
       ? parseInput(NameSchema, flags.name)
       : await askValid(ask, NameSchema, "API key name (letters, numbers and spaces):", problem);
-    if (!(await store.getByName(name))) return { name, replace: false };
-    if (flags.overwrite) return { name, replace: true };
+    const old = await store.getByName(name);
+    if (!old) return { name, replace: false };
+    if (flags.overwrite) return { name, replace: true, old };
     const replace = await ask.confirm(
       `API key '${name}' already exists. Replace it? The old secret stops working.`,
       false,
     );
-    if (replace) return { name, replace: true };
+    if (replace) return { name, replace: true, old };
     if (flags.name !== undefined) {
       throw new ServiceError("NAME_TAKEN", `API key with name '${name}' already exists. Use --overwrite to replace it.`);
     }
@@ -170,7 +172,7 @@ export async function interactiveCreate(
   if (flags.preset !== undefined) withPresets({}, flags.preset);
   lifecycleValues(flags, Date.now());
 
-  const { name, replace } = await askName(ask, flags, store);
+  const { name, replace, old } = await askName(ask, flags, store);
   const finalDescription = flags.description !== undefined
     ? description
     : await askValid(ask, DescriptionSchema, "Description (optional, enter to skip):");
@@ -183,7 +185,7 @@ export async function interactiveCreate(
     { name, description: finalDescription, roles, permissions, ...(expiresAt ? { expiresAt } : {}) },
     { overwrite: replace || Boolean(flags.overwrite), replacing: replace, graceMs },
   );
-  return { ...formatCreated(created, Boolean(flags.json), replace, graceUntil), created: record };
+  return { ...noteDropped(formatCreated(created, Boolean(flags.json), replace, graceUntil), old, created), created: record };
 }
 
 

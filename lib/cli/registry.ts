@@ -8,7 +8,8 @@ import type { CommandDef, CommandTable, LoadedCommand, OptionDef } from "./comma
 
 /** Usage name (with the command's arguments) -> the command's module. */
 const COMMANDS: Record<string, () => Promise<CommandDef<never>>> = {
-  apikey: async () => (await import("./commands/apikey.ts")).command,
+  // Operands are for `--scan` (files and folders); every other mode refuses them.
+  "apikey [...paths]": async () => (await import("./commands/apikey.ts")).command,
   serve: async () => (await import("./commands/serve.ts")).command,
   doctor: async () => (await import("./commands/doctor.ts")).command,
   "completion <shell>": async () => (await import("./commands/completion.ts")).command,

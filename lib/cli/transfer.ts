@@ -69,7 +69,9 @@ function summary(report: ImportReport, dryRun: boolean, auditEvents: number): st
   if (report.replaced.length) parts.push(`${dryRun ? "replacing" : "replaced"} ${plural(report.replaced.length, "key")} already there`);
   if (report.skipped.length) parts.push(`${dryRun ? "would skip" : "skipped"} ${plural(report.skipped.length, "key")} already there`);
   let text = `${parts.join(", ")}.`;
-  if (auditEvents) text += ` The file's ${plural(auditEvents, "audit event")} stay in the file: a store's trail records only its own changes.`;
+  if (auditEvents) {
+    text += ` The file's ${plural(auditEvents, "audit event")} ${auditEvents === 1 ? "stays" : "stay"} in the file: a store's trail records only its own changes.`;
+  }
   if (dryRun) text += " Nothing was changed (--dry-run).";
   return text;
 }

@@ -51,6 +51,9 @@ const UpdateSchema = v.object({ apiKey: v.object({ update: v.pipe(RawKeySchema, 
 const CreateSchema = v.object({
   apiKey: v.object({ create: v.object({ ...RawKeySchema.entries, key: ServerText }) }),
 });
+const RotateSchema = v.object({
+  apiKey: v.object({ rotate: v.object({ ...RawKeySchema.entries, key: ServerText }) }),
+});
 const DeleteExpiredSchema = v.object({ apiKey: v.object({ deleteExpired: v.array(v.pipe(RawKeySchema, v.transform(asRawKey))) }) });
 
 /** Who made a change; a kind this client does not know is refused as a wrong shape. */
@@ -162,6 +165,17 @@ export function createRemoteBackend(options: RemoteBackendOptions | { client: Cl
       );
       const created = data.apiKey.create;
       return { ...toInfo(created as RawKey), key: created.key };
+    },
+
+    async rotate(id, { graceMs } = {}): Promise<CreatedKey> {
+      const data = await client.request(
+        `mutation ($id: PrefixedID!, $grace: Int) { apiKey { rotate(id: $id, graceSeconds: $grace) { ${FIELDS} key } } }`,
+        // Whole seconds, a fraction rounded up (as for create).
+        { id, grace: graceMs === undefined ? undefined : Math.ceil(graceMs / 1000) },
+        RotateSchema,
+      );
+      const rotated = data.apiKey.rotate;
+      return { ...toInfo(rotated as RawKey), key: rotated.key };
     },
 
     async update(id, patch) {

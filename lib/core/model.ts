@@ -86,8 +86,12 @@ export interface KeyPatch {
 /** Who made a change: a person at this host (the CLI, the library) or the key that called the service. */
 export type Actor = { kind: "local"; user: string; host: string } | { kind: "key"; id: string; name: string };
 
-/** What an audit event records. `prune` is the removal of an expired key by `--delete --expired`. */
-export const AUDIT_ACTIONS = ["create", "overwrite", "update", "delete", "prune", "import"] as const;
+/**
+ * What an audit event records. `prune` is the removal of an expired key by `--delete --expired`; `rotate`
+ * is a new secret for a key that keeps its id and settings; `reuse` is not a change: a retired secret (its
+ * key deleted or replaced) was presented to the service again.
+ */
+export const AUDIT_ACTIONS = ["create", "overwrite", "update", "delete", "prune", "import", "rotate", "reuse"] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
 /** One change to the store, as the audit trail keeps it: never a secret nor a hash. */
@@ -103,6 +107,8 @@ export interface AuditEvent {
   changed?: string[];
   /** overwrite: the id of the key it replaced. */
   replaced?: string;
+  /** Why the change was made, when its maker said (`apikey --scan --revoke`: where the secret was found). */
+  reason?: string;
 }
 
 /** The result of creating a key: the only place the secret ever appears. */

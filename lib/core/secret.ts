@@ -55,9 +55,9 @@ export function generateSecret(): string {
 
 /**
  * The one rule for every message the CLI prints and the service answers: anything that passes a
- * secret's checksum (`secretSpans`), with or without its prefix, and anything written `sapi_…`, is
- * elided to "…", so a key pasted into the wrong flag, field or variable is never echoed back.
- * @example redactSecrets("Unknown option `--sapi_3kTq…`") // "Unknown option `--sapi_…`"
+ * secret's checksum (`secretSpans`), with or without its prefix, and `sapi_` followed by six or more of its
+ * characters, is elided to "…", so a key pasted into the wrong flag, field or variable is never echoed back.
+ * @example redactSecrets("Unknown option `--sapi_3kTq9x`") // "Unknown option `--sapi_…`"
  * @example redactSecrets(`No API key found with name: ${generateSecret().slice(5)}`) // "No API key found with name: …"
  */
 export function redactSecrets(text: string): string {
@@ -69,7 +69,8 @@ export function redactSecrets(text: string): string {
     from = end;
   }
   out = from === 0 ? text : out + text.slice(from);
-  return out.replace(/(sapi_)[0-9a-z]+/gi, "$1…");
+  // A fragment of six characters or more; shorter ones say nothing (the scanner's masks, `sapi_Gj…1Ga`).
+  return out.replace(/(sapi_)[0-9a-z]{6,}/gi, "$1…");
 }
 
 /** How many characters of a secret's alphabet in a row a path may hold before `redactSecretsInPath` cuts them. */

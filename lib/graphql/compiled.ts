@@ -6,7 +6,7 @@
  */
 import { BREAK, type DocumentNode, execute, type ExecutionArgs, type ExecutionResult, type GraphQLSchema, Kind, visit } from "graphql";
 import { type CompiledQuery, compileQuery, isCompiledQuery } from "graphql-jit";
-import { isRemembered, operationOf } from "./documents.ts";
+import { chargeCompiled, isRemembered, operationOf } from "./documents.ts";
 
 /** A document is compiled on its this-many-th execution: one-off documents never pay for a compile. */
 export const COMPILE_AFTER = 3;
@@ -35,6 +35,7 @@ function compiledFor(args: ExecutionArgs): CompiledQuery | null {
   try {
     const made = compileQuery(schema, document, name);
     if (isCompiledQuery(made)) compiled = made;
+    if (compiled) chargeCompiled(document, operation);
   } catch {
     // Anything graphql-jit cannot compile runs on graphql-js.
   }

@@ -3,6 +3,7 @@
  * The caps on lists and variables are in `limits.ts`.
  */
 import {
+  type ASTNode,
   type DocumentNode,
   type FragmentDefinitionNode,
   GraphQLError,
@@ -14,7 +15,7 @@ import {
   validate as graphqlValidate,
   type ValidationRule,
 } from "graphql";
-import { createLru } from "../core/_lru.ts";
+import { createWeightedLru } from "../core/_lru.ts";
 import { listLiteralErrors } from "./limits.ts";
 export { operationOf } from "./operations.ts";
 
@@ -31,9 +32,33 @@ export const DOCUMENT_LIMITS = {
   /** Documents remembered; longer queries are not cached. */
   cacheSize: 500,
   cacheMaxQueryLength: 16_384,
+  /**
+   * Estimated heap the remembered documents may hold, with what is derived from them (their compiled
+   * operations, `compiled.ts`): a parsed document keeps every token (about 400 bytes each) and a compiled
+   * operation its generated code (about 12 KB plus 320 bytes a token), so count alone let 500 documents of
+   * 240 compiled operations each hold about 1 GB.
+   */
+  cacheBytes: 32 * 1024 * 1024,
 };
 
-const parsed = createLru<string, DocumentNode>(DOCUMENT_LIMITS.cacheSize);
+/** Estimated heap of a parsed document and of one compiled operation, by their tokens (see `cacheBytes`). */
+const BYTES = { perParsedToken: 400, perCompiled: 12_000, perCompiledToken: 320 };
+
+/** Tokens between a node's first and last, both included (a parsed node keeps its location). */
+function tokensOf(node: ASTNode): number {
+  let count = 0;
+  const end = node.loc?.endToken;
+  for (let token = node.loc?.startToken ?? null; token; token = token.next) {
+    count++;
+    if (token === end) break;
+  }
+  return count;
+}
+
+const parsed = createWeightedLru<string, DocumentNode>(
+  () => ({ entries: DOCUMENT_LIMITS.cacheSize, weight: DOCUMENT_LIMITS.cacheBytes }),
+  (query, document) => remembered.delete(document),
+);
 /** Results of validation with the specified rules only: see {@link validateDocument}. */
 const validations = new WeakMap<GraphQLSchema, WeakMap<DocumentNode, readonly GraphQLError[]>>();
 
@@ -56,8 +81,8 @@ export function parseDocument(query: string): DocumentNode {
     });
   }
   if (query.length <= DOCUMENT_LIMITS.cacheMaxQueryLength) {
-    parsed.set(query, document);
-    remembered.add(document);
+    remembered.set(document, query);
+    parsed.set(query, document, tokensOf(document) * BYTES.perParsedToken + 2 * query.length);
   }
   return document;
 }
@@ -67,12 +92,29 @@ export function cachedDocument(query: string): DocumentNode | undefined {
   return parsed.get(query);
 }
 
-/** Documents that went into the parse cache (a weak set: they leave with it once unused). */
-const remembered = new WeakSet<DocumentNode>();
+/** The documents held by the parse cache, with their query text (its key). */
+const remembered = new WeakMap<DocumentNode, string>();
 
-/** True for a document of the parse cache: worth deriving more from once (see `compiled.ts`). */
+/** True for a document the parse cache holds: worth deriving more from once (see `compiled.ts`). */
 export function isRemembered(document: DocumentNode): boolean {
   return remembered.has(document);
+}
+
+/**
+ * Counts a compiled operation (and the fragments it may use) towards its document's weight in the parse
+ * cache, which may evict it, or older documents, to stay within `cacheBytes`.
+ */
+export function chargeCompiled(document: DocumentNode, operation: ASTNode): void {
+  const query = remembered.get(document);
+  if (query === undefined) return;
+  let tokens = tokensOf(operation);
+  for (const definition of document.definitions) if (definition.kind === Kind.FRAGMENT_DEFINITION) tokens += tokensOf(definition);
+  parsed.addWeight(query, BYTES.perCompiled + tokens * BYTES.perCompiledToken);
+}
+
+/** The parse cache's documents and their estimated weight in bytes (at most `DOCUMENT_LIMITS.cacheBytes`). */
+export function documentCache(): { documents: number; bytes: number } {
+  return { documents: parsed.size, bytes: parsed.weight };
 }
 
 /** A document's fragment definitions by name. */

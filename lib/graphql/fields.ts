@@ -236,6 +236,20 @@ export const API_KEY_MUTATIONS: Readonly<Record<string, Rule>> = {
       return true;
     },
   },
+  // A new secret for a key is as much as any change to it: the permission of update, and no escalation (the
+  // caller receives a secret with the key's permissions), nor a secret outliving a temporary caller.
+  rotate: {
+    needs: "API_KEY:UPDATE_ANY",
+    own: (a) => [a.id],
+    resolve: async ({ id, graceSeconds }, { key, store }) => {
+      const current = await target(store, id);
+      if (current.graceUntil) throw new ServiceError("NOT_FOUND", `API key ${id} was replaced and only works until ${current.graceUntil} (its grace period): it can be deleted, not rotated`);
+      const graceMs = graceSeconds == null ? undefined : graceOf({ overwrite: true, graceSeconds });
+      noEscalation(key, current);
+      noOutliving(key, current.expiresAt);
+      return store.rotate(id, { graceMs, actor: actorOf(key) });
+    },
+  },
   deleteExpired: {
     needs: "API_KEY:DELETE_ANY",
     resolve: (_, { key, store }) => store.deleteExpired({ actor: actorOf(key) }),

@@ -42,7 +42,7 @@ type ApiKey {
   expiresAt: String
   "When the key last authenticated a request (ISO 8601, UTC), to within a minute; null: never. Recorded by each server off the request path."
   lastUsedAt: String
-  "Only on a key replaced by an overwrite with graceSeconds: its secret keeps working until then (ISO 8601, UTC)."
+  "Only on a key replaced by an overwrite with graceSeconds (or the old secret of a key rotated with graceSeconds): its secret keeps working until then (ISO 8601, UTC)."
   graceUntil: String
   "The operator's labels (key=value pairs, at most 20, sorted by key); they grant nothing."
   labels: [Label!]!
@@ -82,7 +82,7 @@ type AuditActor {
 type AuditEvent {
   "When the change was made (ISO 8601, UTC)."
   at: String!
-  "create, overwrite, update, delete, prune (the removal of an expired key by deleteExpired) or import."
+  "create, overwrite, update, delete, prune (the removal of an expired key by deleteExpired), import, rotate (a new secret for the key), or reuse (not a change: a retired secret of this key, deleted or replaced, was presented again; its actor is the key; at most one per key per minute per server)."
   action: String!
   "The key changed (for an overwrite, the new key)."
   id: PrefixedID!
@@ -195,6 +195,8 @@ type ApiKeyMutations {
   delete(input: DeleteApiKeyInput!): Boolean
   addRole(input: AddRoleForApiKeyInput!): Boolean
   removeRole(input: RemoveRoleFromApiKeyInput!): Boolean
+  "Issues a new secret for the key: same id, name, roles, permissions, description, expiry and labels; the result carries the new secret in key (its only appearance). The old secret stops working at once, or after graceSeconds (1 to 86400), during which it is listed as a key in its grace period of its own."
+  rotate(id: PrefixedID!, graceSeconds: Int): ApiKey
   "Deletes every key whose expiry or grace period has passed; returns them, oldest first (each an audit event, action prune)."
   deleteExpired: [ApiKey!]
 }

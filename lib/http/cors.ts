@@ -44,7 +44,7 @@ export function parseCorsOrigins(value: string | readonly string[]): string[] {
 export interface Cors {
   /** The answer to a preflight `OPTIONS /graphql`. */
   preflight(request: ServiceRequest): ServiceResponse;
-  /** `response` with `Vary: Origin`, and the allow headers when the request's origin is allowed (a copy: answers may be cached). */
+  /** `response` with `Origin` added to its `Vary`, and the allow headers when the request's origin is allowed (a copy: answers may be cached). */
   decorate(request: ServiceRequest, response: ServiceResponse): ServiceResponse;
 }
 
@@ -73,7 +73,7 @@ export function createCors(origins: readonly string[] | string | undefined): Cor
     },
     decorate: (request, response) => ({
       ...response,
-      headers: { ...response.headers, vary: "Origin", ...allow(request) },
+      headers: { ...response.headers, vary: response.headers.vary ? `Origin, ${response.headers.vary}` : "Origin", ...allow(request) },
     }),
   };
 }

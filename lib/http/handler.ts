@@ -40,6 +40,7 @@ import { createCors } from "./cors.ts";
 import { type HandlerOptions, MAX_BODY_BYTES, type ServiceHandler, type ServiceRequest, type ServiceResponse } from "./types.ts";
 import { credential, type Params, paramsFromBody, paramsFromUrl, pathOf } from "./request.ts";
 import { explorerRoute } from "./explorer-route.ts";
+import { consoleRoute } from "./console.ts";
 import { metricsRoute, readiness } from "./ops-routes.ts";
 import type { AuthFailure, RequestEvent } from "./types.ts";
 
@@ -82,6 +83,18 @@ const CONTENT_TYPE: Record<GraphQLMediaType, string> = {
 };
 
 /**
+ * On every /graphql answer: it is the caller's (a key list, an error about their key), so no cache may
+ * keep it, and one that does anyway must tell callers apart by their credential. A shared cache that does
+ * not take `x-api-key` for one (Varnish's defaults) would otherwise serve one key's answer to others.
+ */
+const PRIVATE_HEADERS = { "cache-control": "no-store", vary: "Authorization, x-api-key" } as const;
+/** `response` with PRIVATE_HEADERS (itself when it has them: computed answers get them as they are made). */
+const privately = (response: ServiceResponse): ServiceResponse =>
+  response.headers["cache-control"] === PRIVATE_HEADERS["cache-control"]
+    ? response
+    : { ...response, headers: Object.assign({}, response.headers, PRIVATE_HEADERS) };
+
+/**
  * `execute`, refusing variables over the limits before any work (see `limits.ts`); a repeated query
  * runs compiled (`compiled.ts`).
  */
@@ -120,6 +133,7 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
   const metrics = options.metrics && metricsRoute(store, options.metrics, lastUse && ((id) => lastUse.seen(id)));
   const answers = createAnswerCache();
   const explorer = explorerRoute(options.explorer);
+  const site = consoleRoute(options.console);
   const cors = createCors(options.corsOrigins);
   const formatError = createErrorFormatter(onError);
   const observer = options.observer;
@@ -128,6 +142,12 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
     observer?.authFailed(reason);
     return unauthenticated(message);
   };
+  /** The 401 for a well-formed secret `verify` refused; a retired one is told to the observer too. */
+  const refused = (request: ServiceRequest, secret: string) =>
+    store.refusal(secret).then(({ reason, retired }) => {
+      if (retired) observer?.retiredKeyUsed?.({ ...retired, address: request.remoteAddress });
+      return refuse(reason, KEY_REFUSED[reason]);
+    });
 
   const schema = createSchema();
   const graphql = createGraphQLHttpHandler<RequestState, undefined, GraphQLContext>({
@@ -209,7 +229,7 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
   ): MaybePromise<ServiceResponse> => {
     if (!key) {
       // Only now, for the message: a refused key costs a second read, and never a write.
-      return store.refusal(secret).then((why) => refuse(why, KEY_REFUSED[why]));
+      return refused(request, secret);
     }
     lastUse?.seen(key.id); // remembered answers included: the key authenticated this request
     trace.key = key;
@@ -222,7 +242,7 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
       if (body === null) return tooLarge(limit);
       const again = verifyNow(secret);
       const go = (key: VerifiedKey | null) => {
-        if (!key) return store.refusal(secret).then((why) => refuse(why, KEY_REFUSED[why]));
+        if (!key) return refused(request, secret);
         trace.key = key;
         return answer(request, key, body, mediaType, trace);
       };
@@ -243,7 +263,7 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
         const settle = (result: ExecutionResult): Promise<Computed> | Computed => {
           if (result.errors) return handOver(context, result), viaGraphqlHttp(state);
           trace.operation = "query";
-          const response = { status: 200, headers: { "content-type": CONTENT_TYPE[mediaType] }, body: JSON.stringify(result) };
+          const response = { status: 200, headers: { "content-type": CONTENT_TYPE[mediaType], ...PRIVATE_HEADERS }, body: JSON.stringify(result) };
           return { response, keyOnly: run.keyOnly };
         };
         return isPromise(run.result) ? run.result.then(settle) : settle(run.result);
@@ -267,7 +287,7 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
       // graphql-http's 405 (a mutation over GET) has no content type and no code.
       init.status === 405
         ? { response: mutationOverGet(), keyOnly: false }
-        : { response: { status: init.status, headers: { ...init.headers }, body: text }, keyOnly: state.keyOnly }
+        : { response: { status: init.status, headers: { ...init.headers, ...PRIVATE_HEADERS }, body: text }, keyOnly: state.keyOnly }
     );
   };
 
@@ -282,6 +302,7 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
   /** What /graphql answers, in the media type negotiated and with CORS, once `handleGraphQL` has answered. */
   const finishGraphQL = (request: ServiceRequest, response: ServiceResponse, mediaType: GraphQLMediaType | null): ServiceResponse => {
     if (mediaType !== null) response = inMediaType(response, mediaType);
+    response = privately(response);
     return cors ? cors.decorate(request, response) : response;
   };
   const worked = (response: ServiceResponse) => {
@@ -298,7 +319,7 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
       if (pathname === null) {
         return errorResponse(400, "BAD_REQUEST", "Invalid request target: send requests to /graphql", { connection: "close" });
       }
-      const page = explorer?.(request, pathname);
+      const page = explorer?.(request, pathname) ?? site?.(request, pathname);
       if (page) return page.catch(failure);
       if (pathname === "/graphql") {
         if (cors && request.method === "OPTIONS") return cors.preflight(request);

@@ -159,6 +159,11 @@ export function createMetrics(options: MetricsOptions): ServiceMetrics {
       await counting;
     },
   });
+  const retiredUses = new client.Counter({
+    name: "service_api_retired_key_uses_total",
+    help: "Requests refused for a secret the store retired (its key deleted or replaced): the usual sign of a leak or of a missed rotation.",
+    registers: [registry],
+  });
   const tally = createTally(BUCKETS);
 
   return {
@@ -166,6 +171,7 @@ export function createMetrics(options: MetricsOptions): ServiceMetrics {
     request: (event: RequestEvent) => tally.count(event.operation, event.status, event.ms / 1000),
     authFailed: (reason: AuthFailure) => authFailures.inc({ reason }),
     storeError: () => storeErrors.inc(),
+    retiredKeyUsed: () => retiredUses.inc(),
     render: async () => ({ contentType: registry.contentType, body: await registry.metrics() }),
   };
 }
@@ -179,5 +185,6 @@ export function observers(...all: Partial<ServiceObserver>[]): ServiceObserver {
     },
     authFailed: (reason) => all.forEach((o) => o.authFailed?.(reason)),
     storeError: () => all.forEach((o) => o.storeError?.()),
+    retiredKeyUsed: (use) => all.forEach((o) => o.retiredKeyUsed?.(use)),
   };
 }

@@ -95,7 +95,7 @@ export function metricsRoute(store: KeyStore, endpoint: MetricsEndpoint, authent
         return errorResponse(403, "FORBIDDEN", "/metrics is readable without a key only from the addresses in --metrics-allow; elsewhere send a key with INFO:READ_ANY");
       }
       const key = isWellFormedSecret(found.secret) ? await store.verify(found.secret) : null;
-      if (!key) return unauthenticated(KEY_REFUSED[await store.refusal(found.secret)]);
+      if (!key) return unauthenticated(KEY_REFUSED[(await store.refusal(found.secret)).reason]);
       authenticated?.(key.id); // its last use
       if (!can(key, "INFO", "READ_ANY")) return errorResponse(403, "FORBIDDEN", "Reading /metrics needs a key with INFO:READ_ANY");
     }

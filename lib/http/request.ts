@@ -83,7 +83,8 @@ export function paramsFromUrl(url: URL): Params {
 
 export function paramsFromBody(body: string, contentType: string | null): Params {
   const mediaType = (contentType ?? "").split(";")[0].trim().toLowerCase();
-  if (mediaType !== "application/json" && mediaType !== "application/graphql-response+json") {
+  // application/json alone: graphql-response+json is a type of answers, not of requests.
+  if (mediaType !== "application/json") {
     throw Object.assign(new Error("Unsupported Content-Type: send the request body as application/json"), { status: 415 });
   }
   return paramsFromJson(body);

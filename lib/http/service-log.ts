@@ -20,12 +20,12 @@
 import { Buffer } from "node:buffer";
 import { type LogLevelName, resolveLogLevel } from "../core/log.ts";
 import { redactSecretsInPath } from "../core/secret.ts";
-import type { AuthFailure, RequestEvent, ServiceObserver } from "./types.ts";
+import type { AuthFailure, RequestEvent, RetiredKeyUse, ServiceObserver } from "./types.ts";
 
 type Level = "error" | "warn" | "info" | "debug";
 const RANK: Record<LogLevelName, number> = { silent: 0, error: 1, warn: 2, info: 3, debug: 4, trace: 5 };
 
-export interface ServiceLog extends Pick<ServiceObserver, "request" | "authFailed"> {
+export interface ServiceLog extends Pick<ServiceObserver, "request" | "authFailed" | "retiredKeyUsed"> {
   /** A service line (listening, outage, stopping) at `level`; dropped below the configured level. */
   line(level: Level, message: string): void;
   /** An info line written at every level but `silent`: what the operator cannot learn elsewhere (a port the system chose). */
@@ -151,6 +151,10 @@ export function createServiceLog(options: ServiceLogOptions = {}): ServiceLog {
       warned.set(reason, { at: now, suppressed: 0 });
       const more = suppressed ? ` (${suppressed} more since the last such line)` : "";
       line("warn", `authentication failed: ${REASONS[reason]}${more}`, { reason, suppressed });
+    },
+    // Every time: a retired secret in use is the usual sign of a leak or of a missed rotation.
+    retiredKeyUsed({ id, name, address = "unknown" }: RetiredKeyUse) {
+      line("warn", `retired API key presented again: key=${id} name=${JSON.stringify(name)} from=${JSON.stringify(address)}`, { keyId: id, keyName: name, address });
     },
   };
 }

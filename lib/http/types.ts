@@ -22,6 +22,8 @@ export interface HandlerOptions {
   storeStatus?: StoreStatusLog;
   /** Serve the explorer (GraphiQL) to browsers at `GET /graphql` (default true); false: JSON answers only. */
   explorer?: boolean;
+  /** Serve the web console at `GET /console` and the consent page at `GET /authorize` (default true). */
+  console?: boolean;
   /**
    * Origins whose browser pages may call /graphql (CORS), each exactly `scheme://host[:port]`, or `["*"]`
    * for any; also a comma-separated string. Default: none (CORS off, preflights get 405). No cookies
@@ -60,9 +62,19 @@ export interface RequestEvent {
  */
 export type AuthFailure = "missing" | "malformed" | "unknown" | "expired";
 
+/** A secret the store retired (its key deleted or replaced), presented again: never the secret itself. */
+export interface RetiredKeyUse {
+  id: string;
+  name: string;
+  /** The client's address, when the adapter knows it. */
+  address?: string;
+}
+
 export interface ServiceObserver {
   request(event: RequestEvent): void;
   authFailed(reason: AuthFailure): void;
+  /** A request was refused for a retired secret (also counted in `authFailed`, as unknown or expired). */
+  retiredKeyUsed?(use: RetiredKeyUse): void;
   /** The store failed (the request got 503). */
   storeError(): void;
 }

@@ -55,7 +55,7 @@ async function writeRecord(ctx: StoreContext, input: CreateKeyInput): Promise<{ 
     storage.setItem(`keys:${record.id}`, record),
     storage.setItem(`secrets:${record.hash}`, record.id),
   ]).catch(async (error) => {
-    await discard(record).catch(() => {}); // one of the two may have been written (a full disk)
+    await discard(record, false).catch(() => {}); // one of the two may have been written (a full disk)
     throw error;
   });
   return { record, secret };
@@ -86,7 +86,7 @@ async function commit(
       await audit(replacing ? "overwrite" : "create", record, { actor }, replacing ? { replaced: replacing } : undefined);
       if (replacing && graceMs) await startGrace(ctx, removeById, replacing, now() + graceMs, { actor });
     } catch (error) {
-      await discard(record).catch(() => {});
+      await discard(record, false).catch(() => {}); // never committed: its secret was never handed out
       throw error;
     }
     if (current === null) {
@@ -99,7 +99,7 @@ async function commit(
       if (await atomic.swapIf(names, current, record.id)) return current;
     }
     if (!overwrite || attempt >= 64) {
-      await discard(record);
+      await discard(record, false);
       if (!overwrite) throw taken();
       throw new ServiceError("STORE_UNAVAILABLE", `Key store unavailable: the name '${record.name}' kept changing while being overwritten`);
     }

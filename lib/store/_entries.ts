@@ -11,7 +11,10 @@ import { isStoredKey } from "./_record.ts";
 
 export type Entries = ReturnType<typeof createEntries>;
 
-export function createEntries(storage: Storage, debug: (message: string) => void) {
+/** Records that a key's secret works no more (see `_retired.ts`). */
+export type Retire = (key: { id: string; name: string; hash: string }) => Promise<void>;
+
+export function createEntries(storage: Storage, debug: (message: string) => void, retire: Retire = async () => {}) {
   const nameKey = (name: string) => `names:${sha256Hex(name)}`;
   /** The entry of the key a name had before an overwrite with a grace period (one per name). */
   const graceKey = (name: string) => `grace:${sha256Hex(name)}`;
@@ -34,7 +37,18 @@ export function createEntries(storage: Storage, debug: (message: string) => void
   const inGrace = async (record: StoredKey | null): Promise<boolean> =>
     !!record?.graceUntil && (await readId(graceKey(record.name))) === record.id;
 
+  /**
+   * Records that a key's secret (by its hash) works no more, for `refusal` to name the key when it comes
+   * back (`_retired.ts`). `discard` calls it; a change that drops a secret without discarding its record
+   * (a new secret for the same key) calls it itself. Best effort: never fails the change.
+   */
+  const retireSecret = (key: { id: string; name: string; hash: string }): Promise<void> =>
+    retire(key).catch((error) =>
+      debug(`store: the secret of key ${key.id} was not retired (${error instanceof Error ? error.message : String(error)})`)
+    );
+
   return {
+    retire: retireSecret,
     nameKey,
     graceKey,
     checked,
@@ -51,9 +65,15 @@ export function createEntries(storage: Storage, debug: (message: string) => void
       if (await inGrace(record)) return Math.min(untilOf(record.expiresAt), untilOf(record.graceUntil));
       return null;
     },
-    /** Removes what is left of a key once neither its name entry nor its grace entry points at it. */
-    discard: async (record: Pick<StoredKey, "id" | "hash"> & { name?: string } | null) => {
+    /**
+     * Removes what is left of a key once neither its name entry nor its grace entry points at it. Its
+     * secret is retired first (every removal comes through here), unless `issued` is false: a record
+     * whose key was never committed, so no one holds its secret. Retiring is best effort: a delete must
+     * work on a full disk, and a store that is down fails the removal's next step anyway.
+     */
+    discard: async (record: Pick<StoredKey, "id" | "hash"> & { name?: string } | null, issued = true) => {
       if (!record) return;
+      if (issued && record.name !== undefined && record.hash) await retireSecret({ id: record.id, name: record.name, hash: record.hash });
       if (record.name !== undefined && (await readId(graceKey(record.name))) === record.id) await storage.removeItem(graceKey(record.name));
       if (record.hash && (await readId(`secrets:${record.hash}`)) === record.id) await storage.removeItem(`secrets:${record.hash}`);
       await storage.removeItem(`keys:${record.id}`);

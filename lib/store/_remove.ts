@@ -12,7 +12,8 @@ import { publicView } from "./_entries.ts";
 import { type StoreContext, tolerateNoSpace } from "./_context.ts";
 import type { ChangeOptions } from "./types.ts";
 
-export function createRemovals(ctx: StoreContext) {
+/** `pruneRetired` removes the retired secrets' entries past their retention (`_retired.ts`). */
+export function createRemovals(ctx: StoreContext, pruneRetired: () => Promise<number> = async () => 0) {
   const { storage, atomic, entries, audit, bumpRevision, debug, now } = ctx;
   const { nameKey, graceKey, readRecord, readId, live, inGrace, discard } = entries;
 
@@ -69,7 +70,8 @@ export function createRemovals(ctx: StoreContext) {
       if (!(await atomic.takeIf(names, id))) continue;
       await bumpRevision();
       if (record) {
-        await atomic.exclusive(`keys:${record.id}`, () => discard(record)); // after any rename in flight
+        // After any rename or rotation in flight, and as it left the record (a rotation's new secret entry goes too).
+        await atomic.exclusive(`keys:${record.id}`, async () => discard((await readRecord(record.id)) ?? record));
         deleted = publicView(record);
       } else if (isKeyId(id)) {
         // The name led to a malformed or missing record: its name entry is gone; remove what is left of it.
@@ -107,6 +109,8 @@ export function createRemovals(ctx: StoreContext) {
       const record = await readRecord(typeof value === "string" ? value : null);
       if (record && (await live(record)) && ended(publicView(record, true))) await atomic.takeIf(key, record.id);
     }
+    const pruned = await pruneRetired();
+    if (pruned) debug(`delete: removed ${pruned} retired secret${pruned === 1 ? "" : "s"} past their retention`);
     return removed;
     },
   };

@@ -78,10 +78,10 @@ export function createTransfer(ctx: StoreContext, removeById: RemoveById, graced
       }
       if (await atomic.claim(nameKey(record.name), record.id)) return true;
     } catch (error) {
-      await discard(record).catch(() => {});
+      await discard(record, false).catch(() => {}); // not imported: never a key of this store
       throw error;
     }
-    await discard(record);
+    await discard(record, false);
     return false;
   }
 

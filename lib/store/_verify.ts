@@ -6,6 +6,7 @@ import { isWellFormedSecret, sha256Hex } from "../core/secret.ts";
 import { createLru } from "../core/_lru.ts";
 import type { Entries } from "./_entries.ts";
 import { publicView } from "./_entries.ts";
+import type { RetiredKey } from "./_retired.ts";
 import type { Refusal, VerifiedKey } from "./types.ts";
 
 interface Remembered {
@@ -50,8 +51,12 @@ export function createVerifier(options: {
   cacheTtl: number;
   now: () => number;
   onError: (error: unknown) => never;
+  /** The key a retired secret's hash belonged to (`_retired.ts`); read on the refusal path only. */
+  findRetired: (hash: string) => Promise<RetiredKey | null>;
+  /** Told of each refusal of a retired secret (the audit event `reuse`); its failure is its own business. */
+  onRetired: (key: RetiredKey) => Promise<void>;
 }) {
-  const { entries, readRevision, cacheSize, cacheTtl, now, onError } = options;
+  const { entries, readRevision, cacheSize, cacheTtl, now, onError, findRetired, onRetired } = options;
   const verified = createLru<string, Remembered>(cacheSize);
   // Validity tokens: this instance's random prefix and a count of full checks, so each is new.
   const instance = crypto.randomUUID().slice(0, 8);
@@ -129,10 +134,20 @@ export function createVerifier(options: {
     verify: Object.assign(async (secret: string): Promise<VerifiedKey | null> => await verifyNow(secret), { [VERIFY_NOW]: verifyFormed }),
 
     refusal: async (secret: string): Promise<Refusal> => {
-      if (!isWellFormedSecret(secret)) return "unknown";
+      if (!isWellFormedSecret(secret)) return { reason: "unknown" };
       try {
-        const { until } = await standing(sha256Hex(secret));
-        return until !== null && now() >= until ? "expired" : "unknown";
+        const hash = sha256Hex(secret);
+        const { record, until } = await standing(hash);
+        const reason = until !== null && now() >= until ? "expired" : "unknown";
+        // A record its name no longer points at was replaced (its grace period over, or never given one):
+        // retired though not yet removed. Without a record, the retired entry says which key it was.
+        const working = until !== null && now() < until; // replaced with grace between the two reads
+        const retired = record
+          ? (working || (await entries.live(record)) ? null : { id: record.id, name: record.name })
+          : await findRetired(hash);
+        if (!retired) return { reason };
+        await onRetired(retired);
+        return { reason, retired };
       } catch (error) {
         return onError(error);
       }

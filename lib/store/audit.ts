@@ -129,7 +129,7 @@ const isText = (value: unknown): value is string => typeof value === "string";
  */
 export function auditEventOf(value: unknown): AuditEvent | null {
   if (typeof value !== "object" || value === null) return null;
-  const { at, action, id, name, actor, changed, replaced } = value as Record<string, unknown>;
+  const { at, action, id, name, actor, changed, replaced, reason } = value as Record<string, unknown>;
   if (!isText(at) || !Number.isFinite(Date.parse(at)) || !AUDIT_ACTIONS.includes(action as never) || !isText(id) || !isText(name)) return null;
   if (typeof actor !== "object" || actor === null) return null;
   const a = actor as Record<string, unknown>;
@@ -141,6 +141,7 @@ export function auditEventOf(value: unknown): AuditEvent | null {
   if (!who) return null;
   if (changed !== undefined && !(Array.isArray(changed) && changed.every(isText))) return null;
   if (replaced !== undefined && !isText(replaced)) return null;
+  if (reason !== undefined && !isText(reason)) return null;
   return {
     at,
     action: action as AuditEvent["action"],
@@ -149,6 +150,7 @@ export function auditEventOf(value: unknown): AuditEvent | null {
     actor: who,
     ...(changed ? { changed: [...(changed as string[])] } : {}),
     ...(replaced !== undefined ? { replaced } : {}),
+    ...(reason !== undefined ? { reason } : {}),
   };
 }
 

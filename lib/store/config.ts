@@ -14,6 +14,7 @@ import { fsDriver } from "./drivers/fs.ts";
 import { createStoreDir } from "./drivers/_fs-presence.ts";
 import { createKeyStore, type KeyStore } from "./key-store.ts";
 import { redactRedisUrl } from "./drivers/_redis-url.ts";
+import { parseDuration } from "../core/lifecycle.ts";
 
 export type StoreSpec =
   | { kind: "fs"; dir: string }
@@ -63,6 +64,16 @@ export function storeSource(flag: string | undefined, env: Env = process.env): {
   return { source: "default", detail: `the default, from ${from}` };
 }
 
+/**
+ * How long retired secrets are remembered (see `KeyStoreOptions.retiredRetentionMs`): `--retired-retention`,
+ * else `SERVICE_API_RETIRED_RETENTION`, else undefined (the store's default, 30 days). A duration: 12h, 90d.
+ */
+export function resolveRetiredRetention(flag: string | undefined, env: Env = process.env): number | undefined {
+  if (flag !== undefined) return parseDuration(String(flag), "--retired-retention");
+  const value = env.SERVICE_API_RETIRED_RETENTION?.trim();
+  return value ? parseDuration(value, "SERVICE_API_RETIRED_RETENTION") : undefined;
+}
+
 /** Describes a store for logs, without credentials. */
 export function describeStore(spec: StoreSpec): string {
   if (spec.kind === "fs") return `fs:${spec.dir}`;
@@ -74,17 +85,18 @@ export function describeStore(spec: StoreSpec): string {
  * Opens the key store a spec describes. Drivers load lazily, so a command pays only for the one it uses.
  * `oneShot`: the caller makes one change and exits (the CLI), so file I/O may block.
  * `create`: a directory store is made now if missing, owned by this user (`serve`: the store a later
- * root CLI run then keeps that owner for).
+ * root CLI run then keeps that owner for). `retiredRetentionMs`: see `resolveRetiredRetention`.
  * @example const store = await openKeyStore(parseStoreSpec("memory:"));
  */
 export async function openKeyStore(
   spec: StoreSpec,
   debug?: (message: string) => void,
-  options: { oneShot?: boolean; create?: boolean } = {},
+  options: { oneShot?: boolean; create?: boolean; retiredRetentionMs?: number } = {},
 ): Promise<KeyStore> {
   debug?.(`store: ${describeStore(spec)}`);
+  const { retiredRetentionMs } = options;
   if (spec.kind === "memory") {
-    const store = createKeyStore({ debug });
+    const store = createKeyStore({ debug, retiredRetentionMs });
     // A one-shot process forgets its keys as it exits: a secret it printed could never authenticate anywhere.
     if (options.oneShot) {
       store.create = async () => {
@@ -97,11 +109,11 @@ export async function openKeyStore(
     if (options.create) createStoreDir(spec.dir);
     const driver = fsDriver({ base: spec.dir, blocking: options.oneShot, debug });
     driver.check(); // a bad, foreign or loose directory is reported before any work, and a server never starts on one
-    return createKeyStore({ storage: createStorage({ driver }), atomic: driver.atomic, audit: driver.audit, debug });
+    return createKeyStore({ storage: createStorage({ driver }), atomic: driver.atomic, audit: driver.audit, debug, retiredRetentionMs });
   }
   const { openRedisBackend } = await import("./drivers/redis.ts");
   const backend = await openRedisBackend(spec.url);
-  return createKeyStore({ ...backend, debug }); // its audit trail included
+  return createKeyStore({ ...backend, debug, retiredRetentionMs }); // its audit trail included
 }
 
 export { bindThenSettleAsOwner } from "./drivers/_fs-owner.ts";

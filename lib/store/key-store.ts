@@ -1,6 +1,6 @@
 /**
- * The key store, over any unstorage `Storage`. Creating and replacing keys is in `_create.ts`, removing them in
- * `_remove.ts`, verifying in `_verify.ts`; updates, reads and last use are here. The rules they keep together:
+ * The key store, over any unstorage `Storage`. Creating and replacing keys is in `_create.ts`, rotating them in
+ * `_rotate.ts`, removing them in `_remove.ts`, verifying in `_verify.ts`; updates, reads and last use are here. The rules they keep together:
  *
  * Layout:
  *
@@ -8,9 +8,12 @@
  *   names:<sha256(name)> the id of the live key with that name   <- the commit point
  *   secrets:<sha256>     the id of the key with that secret
  *
- *   grace:<sha256(name)> the id of the key that name had before an overwrite with a grace period:
+ *   grace:<sha256(name)> the id of the key that name had before an overwrite with a grace period (or
+ *                        of a twin of the key, holding its old secret, after a rotation with one):
  *                        accepted until its record's `graceUntil` (one per name; a second overwrite
- *                        with grace ends the first one's period)
+ *                        or rotation with grace ends the first one's period)
+ *   retired:<sha256>     { id, name, retiredAt } of a secret that works no more (`_retired.ts`): written
+ *                        by `discard`, which every removal ends in; never read by `verify`
  *   meta:revision        changes whenever a key is deleted, replaced or updated
  *
  * The audit trail is kept beside it (`AuditLog`): each change appends its event before the change's
@@ -75,7 +78,9 @@ import { createMemoryAuditLog, localActor } from "./audit.ts";
 import { iso, type StoreContext } from "./_context.ts";
 import { createRemovals } from "./_remove.ts";
 import { createCreate } from "./_create.ts";
+import { createRotate } from "./_rotate.ts";
 import { createTransfer } from "./_transfer.ts";
+import { createRetired, createReuseAudit, DEFAULT_RETIRED_RETENTION_MS } from "./_retired.ts";
 
 export { type AtomicIndex, createLocalAtomicIndex } from "./atomic.ts";
 import { createLocalAtomicIndex } from "./atomic.ts";
@@ -89,6 +94,7 @@ export type {
   KeyStoreOptions,
   OnConflict,
   Refusal,
+  RotateOptions,
   VerifiedKey,
 } from "./types.ts";
 import type { KeyStore, KeyStoreOptions } from "./types.ts";
@@ -110,7 +116,8 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
   const debug = options.debug ?? (() => {});
   const auditLog = options.audit ?? createMemoryAuditLog();
   const now = options.now ?? Date.now;
-  const entries = createEntries(storage, debug);
+  const retired = createRetired(storage, { retentionMs: options.retiredRetentionMs ?? DEFAULT_RETIRED_RETENTION_MS, now, iso });
+  const entries = createEntries(storage, debug, retired.retire);
   const { nameKey, readRecord, readId, live, discard } = entries;
 
   const ctx: StoreContext = {
@@ -122,11 +129,13 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
     bumpRevision: () => (atomic.bump ? atomic.bump(REVISION) : storage.setItem(REVISION, crypto.randomUUID())),
     readRevision: atomic.version ? () => atomic.version!(REVISION) : async () => String((await storage.getItem(REVISION)) ?? ""),
     audit: (action, key, change, extra) =>
-      auditLog.append({ at: iso(now()), action, id: key.id, name: key.name, actor: change.actor ?? options.actor ?? localActor(), ...extra }),
+      auditLog.append({ at: iso(now()), action, id: key.id, name: key.name, actor: change.actor ?? options.actor ?? localActor(), ...extra,
+        ...(change.reason ? { reason: change.reason.slice(0, 500) } : {}) }),
   };
   const { bumpRevision, readRevision, audit } = ctx;
-  const removals = createRemovals(ctx);
+  const removals = createRemovals(ctx, retired.prune);
   const create = createCreate(ctx, removals.removeById);
+  const rotate = createRotate(ctx, removals.removeById);
   const transfer = createTransfer(ctx, removals.removeById, removals.graced);
 
   const storeError = (what: string, error: unknown): ServiceError => {
@@ -153,12 +162,16 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
     onError: (error) => {
       throw storeError("verify a key", error);
     },
+    findRetired: retired.find,
+    onRetired: createReuseAudit({ now, debug, append: (key) => audit("reuse", key, { actor: { kind: "key", ...key } }) }),
   });
 
 
 
   const store: KeyStore = {
     create: (input, options) => guard("create a key", () => create(input, options)),
+
+    rotate: (id, options) => guard("rotate a key", () => rotate(id, options)),
 
     deleteByName: (name, options) => guard("delete a key", () => removals.deleteByName(name, options)),
 

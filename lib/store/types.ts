@@ -27,12 +27,21 @@ export interface KeyStoreOptions {
   actor?: Actor;
   /** The clock, in ms since the epoch (default `Date.now`): expiry and grace are decided by it. */
   now?: () => number;
+  /**
+   * How long the hash of a secret that works no more (its key deleted, pruned or replaced) is kept with
+   * its key's id and name, so that `refusal` can name the key when it is presented again (default 30
+   * days). Entries this store writes get it as their Redis TTL; past it, reads ignore an entry and
+   * `deleteExpired` removes it.
+   */
+  retiredRetentionMs?: number;
 }
 
 /** Options every change takes. */
 export interface ChangeOptions {
   /** Who makes this change, for the audit trail (default: the store's actor). */
   actor?: Actor;
+  /** Why, for the audit trail (a scan's revocation says where the secret was found); at most 500 characters kept. */
+  reason?: string;
 }
 
 /** A key as `verify` vouches for it: its public fields and the token of this verification. */
@@ -45,6 +54,11 @@ export interface CreateOptions extends ChangeOptions {
   /** Replace a key of the same name: new id, new secret, the old secret stops working. */
   overwrite?: boolean;
   /** With `overwrite`: the old secret keeps working this many ms more (at most 24 h), then stops. */
+  graceMs?: number;
+}
+
+export interface RotateOptions extends ChangeOptions {
+  /** The old secret keeps working this many ms more (at most 24 h), then stops; absent: it stops at once. */
   graceMs?: number;
 }
 
@@ -73,8 +87,15 @@ export interface ImportReport {
   replaced: ImportedKey[];
 }
 
-/** Why `verify` refused a secret, for the message of a 401. */
-export type Refusal = "expired" | "unknown";
+/**
+ * Why `verify` refused a secret: `reason` for the message of a 401, and `retired` when the secret is one
+ * this store issued and retired (its key deleted, pruned, or replaced and past any grace period).
+ */
+export interface Refusal {
+  reason: "expired" | "unknown";
+  /** The key the secret belonged to: its reuse is the usual sign of a leak or of a missed rotation. */
+  retired?: { id: string; name: string };
+}
 
 export interface KeyStore {
   /** Creates a key and returns it with its secret, the only time the secret is available. */
@@ -86,10 +107,20 @@ export interface KeyStore {
   deleteByName(name: string, options?: ChangeOptions): Promise<ApiKeyInfo | null>;
   /** Deletes the key with this id (a live one, or one in its grace period); returns it, or null when there is none. */
   deleteById(id: string, options?: ChangeOptions): Promise<ApiKeyInfo | null>;
-  /** Deletes every key whose expiry or grace period has passed; returns them, oldest first. */
+  /**
+   * Deletes every key whose expiry or grace period has passed; returns them, oldest first. Also removes
+   * the retired secrets' entries older than `retiredRetentionMs`.
+   */
   deleteExpired(options?: ChangeOptions): Promise<ApiKeyInfo[]>;
   /** Replaces fields of a key (a rename keeps names unique); returns the updated key. */
   update(id: string, patch: KeyPatch, options?: ChangeOptions): Promise<ApiKeyInfo>;
+  /**
+   * Issues a new secret for the live key `id`; returns the key with it, the only time it is available. The
+   * key keeps its id and every setting (its record is copied, only the secret's hash replaced). The old
+   * secret stops at once, or with `graceMs` works that much longer, as a key in its grace period of its own.
+   * NOT_FOUND when there is no such live key; INVALID_INPUT when the key has expired.
+   */
+  rotate(id: string, options?: RotateOptions): Promise<CreatedKey>;
   /** The key with this id: a live one, or one in its grace period (with `graceUntil`). */
   get(id: string): Promise<ApiKeyInfo | null>;
   getByName(name: string): Promise<ApiKeyInfo | null>;
@@ -117,8 +148,10 @@ export interface KeyStore {
    */
   verify(secret: string): Promise<VerifiedKey | null>;
   /**
-   * Why `verify` refused this secret: "expired" when it belongs to a key whose expiry or grace period
-   * has passed, else "unknown". Reads the store; meant for the refusal path only.
+   * Why `verify` refused this secret: reason "expired" when it belongs to a key whose expiry or grace
+   * period has passed, else "unknown"; with `retired` when it is a secret this store retired. Appends an
+   * audit event `reuse` for such a secret, at most one per key per minute in this process. Reads the
+   * store; meant for the refusal path only.
    */
   refusal(secret: string): Promise<Refusal>;
   /**
@@ -143,5 +176,5 @@ export interface KeyStore {
 /** What the command needs of a store: the local store and the remote (GraphQL) one both provide it. */
 export type KeyBackend = Pick<
   KeyStore,
-  "create" | "deleteByName" | "deleteById" | "deleteExpired" | "update" | "list" | "isEmpty" | "getByName" | "audit"
+  "create" | "rotate" | "deleteByName" | "deleteById" | "deleteExpired" | "update" | "list" | "isEmpty" | "getByName" | "audit"
 >;

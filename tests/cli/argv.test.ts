@@ -14,7 +14,7 @@ const usage = async (...argv: string[]) => {
 describe("parseArgv", () => {
   it("picks the command and hands it camelCase flags, values as typed", async () => {
     const { command, flags } = await parse("apikey", "--create", "--name", "007", "-r", "1e3", "--if-not-exists", "--expires-in=0x10", "--json");
-    expect(command.usageName).toBe("apikey");
+    expect(command.usageName).toBe("apikey [...paths]");
     expect(flags).toMatchObject({ create: true, name: "007", roles: "1e3", ifNotExists: true, expiresIn: "0x10", json: true });
     expect((await parse("apikey", "--create", "-d=-5", "--name=  08 ")).flags).toMatchObject({ description: "-5", name: "  08 " });
   });
@@ -40,7 +40,7 @@ describe("parseArgv", () => {
     expect(await usage("apikey", "--create", "--name", "a", "--name=b")).toBe("--name was given more than once");
     expect(await usage("serve", "--port", "1", "--port", "2")).toBe("--port was given more than once");
     expect(await usage("apikey", "--create", "--name")).toContain("`--name <name>` value is missing");
-    expect(await usage("apikey", "--list", "extra")).toContain("Unused args: `extra`");
+    expect(await usage("serve", "extra")).toContain("Unused args: `extra`");
     expect(await usage("completion", "--store", "x")).toContain("missing required args");
     expect(await usage("--store", "x")).toBe("Missing command. Run 'service-api --help'.");
     expect(await usage("apikye")).toBe("Unknown command 'apikye'. Did you mean 'apikey'? Run 'service-api --help'.");

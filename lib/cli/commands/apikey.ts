@@ -25,7 +25,7 @@ import {
 } from "../../core/input.ts";
 import type { KeyBackend, KeyStore } from "../../store/key-store.ts";
 import { applyLabels, parseLabelFlag, parseUnlabelFlag } from "../../core/labels.ts";
-import { openKeyStore, parseStoreSpec } from "../../store/config.ts";
+import { openKeyStore, parseStoreSpec, resolveRetiredRetention } from "../../store/config.ts";
 import { type ApikeyFlags, chooseMode, lifecycleValues, type LifecycleValues } from "../flags.ts";
 import type { CliBackend, CommandDef, CommandIO } from "../command.ts";
 import { deliver } from "../output.ts";
@@ -33,6 +33,9 @@ import { checkOutputTarget } from "../secret-file.ts";
 import { createKey } from "../create-key.ts";
 import { withStoreHint } from "../store-hint.ts";
 import { jsonLine } from "../json-text.ts";
+import { noteDropped, rotateKey } from "../rotate.ts";
+import { operands } from "../operands.ts";
+import { printable } from "../scan-text.ts";
 
 export type { ApikeyFlags, KeyBackend };
 
@@ -85,8 +88,10 @@ export async function runApikey(
     const { importKeys } = await import("../transfer.ts");
     return await importKeys(flags, store as Partial<KeyStore>, asJson);
   }
+  if (mode === "scan") return await (await import("../scan-command.ts")).scanWithStore(flags, store);
   if (mode === "create") return await create(flags, values, store, context, asJson);
   if (mode === "update") return await update(flags, values, store, asJson);
+  if (mode === "rotate") return await rotateKey(flags, values, store, asJson);
 
   if (flags.expired) return await (await import("../lifecycle.ts")).deleteExpired(store, asJson);
 
@@ -148,8 +153,9 @@ async function create(flags: ApikeyFlags, values: LifecycleValues, store: CliBac
   const overwrite = Boolean(flags.overwrite);
   const { graceMs } = values;
   // With --overwrite, whether a key is there to replace: the summary says "Replaced" (and, with --grace,
-  // until when the old secret works) only then.
-  const replacing = overwrite && (await store.getByName(input.name)) !== null;
+  // until when the old secret works) only then. Its settings, for the note on those the new key lacks.
+  const old = overwrite ? await store.getByName(input.name) : null;
+  const replacing = old !== null;
   let made;
   try {
     made = await createKey(store, input, { overwrite, replacing, graceMs });
@@ -161,6 +167,7 @@ async function create(flags: ApikeyFlags, values: LifecycleValues, store: CliBac
   }
   const { created, graceUntil, record } = made;
   const output = env ? formatEnv(created, replacing, graceUntil) : formatCreated(created, asJson, replacing, graceUntil);
+  noteDropped(output, old, created);
   // With --if-not-exists a script reads `.created`; a plain create keeps the specified shape exactly.
   if (flags.ifNotExists && asJson) output.stdout = jsonLine({ ...createdJson(created), created: true });
   return { ...output, created: record };
@@ -208,14 +215,20 @@ async function update(flags: ApikeyFlags, values: LifecycleValues, store: CliBac
 export async function run(flags: ApikeyCommandFlags, io: CommandIO): Promise<Output> {
   const context: ApikeyContext = io.interactive === undefined ? terminal : { interactive: io.interactive };
   if (flags.url && flags.store) throw new ServiceError("USAGE", "Use --url or --store, not both");
-  chooseMode(flags); // bad usage and bad values are reported before any store is opened
+  const mode = chooseMode(flags); // bad usage and bad values are reported before any store is opened
   lifecycleValues(flags, Date.now());
+  const paths = operands(io.argv ?? [], [...command.options, { flag: "--store <spec>", help: "" }]);
+  if (paths.length && mode !== "scan") throw new ServiceError("USAGE", `--${mode} takes no paths (got '${printable(paths[0])}'); only --scan does`);
+  if (mode === "scan") return await (await import("../scan-command.ts")).runScanCommand(flags, io, flags.paths ?? paths);
   const file = flags.output !== undefined ? { path: flags.output, force: Boolean(flags.force) } : undefined;
   const go = async (store: CliBackend, where?: string) => await deliver(await runApikey(flags, store, context, where, io.write), store, io.write, file);
   if (io.store) return await go(io.store);
   const url = flags.url ?? (flags.store ? undefined : io.env.SERVICE_API_URL?.trim() || undefined);
   if (url && (flags.export || flags.import !== undefined)) {
     throw new ServiceError("USAGE", `${flags.export ? "--export" : "--import"} works on a store (--store or SERVICE_API_STORE), not over --url: the service never hands out key hashes`);
+  }
+  if (url && flags.retiredRetention !== undefined) {
+    throw new ServiceError("USAGE", "--retired-retention works on a store (--store or SERVICE_API_STORE), not over --url: the service keeps its own (serve --retired-retention)");
   }
   if (url) {
     const { openRemoteBackend } = await import("../../client/remote.ts");
@@ -225,7 +238,8 @@ export async function run(flags: ApikeyCommandFlags, io: CommandIO): Promise<Out
     const spec = parseStoreSpec(flags.store, io.env);
     // A list names the store it read (a missing one lists as empty only where a create could make it).
     const where = chooseMode(flags) === "list" ? (await import("../store-where.ts")).listedStore(spec) : undefined;
-    const store = await openKeyStore(spec, io.debug, { oneShot: true });
+    const retiredRetentionMs = resolveRetiredRetention(flags.retiredRetention, io.env);
+    const store = await openKeyStore(spec, io.debug, { oneShot: true, retiredRetentionMs });
     try {
       return await go(store, where);
     } finally {
@@ -245,26 +259,31 @@ async function terminal(): Promise<TerminalState> {
 
 /** `service-api apikey`: flags, help text and `run`. */
 export const command: CommandDef<ApikeyCommandFlags> = {
-  description: "Create, delete, update or list API keys, and read their audit trail",
+  description: "Create, delete, update, rotate or list API keys, read their audit trail, move them between stores, and find leaked ones",
   usage: [
     "service-api apikey --create --name <name> [-r <roles>] [-p <perms>] [--preset <name>] [-d <text>] [--expires-in <dur> | --expires-at <time>] [--overwrite [--grace <dur>] | --if-not-exists] [--dry-run] [--json | --format env] [--output <file> [--force]]",
-    "service-api apikey --delete [--name <name> | --id <id> | --expired] [--if-exists] [--json]",
+    "service-api apikey --delete [--name <name> | --id <id> | --expired] [--if-exists] [--retired-retention <dur>] [--json]",
     "service-api apikey --update (--name <name> | --id <id>) [-r <roles>] [-p <perms>] [--preset <name>] [-d <text>] [--rename <name>] [--expires-in <dur> | --expires-at <time> | --no-expiry] [--dry-run] [--json]",
+    "service-api apikey --rotate (--name <name> | --id <id>) [--grace <dur>] [--json | --format env] [--output <file> [--force]]",
     "service-api apikey --list [--filter <expr>] [--limit <n>] [--json]",
     "service-api apikey --audit [--since <dur|time>] [--limit <n>] [--json]",
     "service-api apikey --export [--output <file> [--force]] [--with-audit]",
     "service-api apikey --import <file|-> [--dry-run] [--on-conflict fail|skip|overwrite] [--json]",
+    "service-api apikey --scan [<path>... | -] [--revoke] [--json]",
   ],
   options: [
     { flag: "--create", help: "Create a key" },
     { flag: "--delete", help: "Delete a key (interactive without --name, --id or --expired)" },
     { flag: "--update", help: "Change a key's roles, permissions, description, name or expiry; its secret stays" },
+    { flag: "--rotate", help: "Give a key a new secret; its id and every setting (roles, expiry, ...) stay" },
     { flag: "--list", help: "List keys (never their secrets), with their expiry and last use" },
     { flag: "--audit", help: "Print the audit trail: who created, replaced, updated or deleted which key, oldest first" },
     { flag: "--export", help: "Write every key (ids, names, settings, secret hashes; never a secret) as JSON lines" },
     { flag: "--import <file>", help: "Load keys from an --export file (- reads stdin) into the store; all or nothing" },
+    { flag: "--scan", help: "Find leaked secrets in files, folders (default .) or stdin (-); exit 1 if one is live" },
+    { flag: "--revoke", help: "scan: delete every live key found (the audit trail says where)" },
     { flag: "--name <name>", help: "Key name: letters, digits and spaces" },
-    { flag: "--id <id>", help: "Key id, instead of --name (delete, update)" },
+    { flag: "--id <id>", help: "Key id, instead of --name (delete, update, rotate)" },
     { flag: "-d, --description <desc>", help: "Free-text description (update: replaces it; \"\" removes it)" },
     { flag: "-r, --roles <roles>", help: "Comma-separated roles: ADMIN, CONNECT, VIEWER, GUEST (update: replaces them)" },
     { flag: "-p, --permissions <perms>", help: "Comma-separated RESOURCE:ACTION pairs, e.g. DOCKER:READ_ANY (update: replaces them)" },
@@ -277,18 +296,22 @@ export const command: CommandDef<ApikeyCommandFlags> = {
     { flag: "--expires-at <time>", help: "create, update: the key stops working at this ISO 8601 time, e.g. 2026-12-31T18:00:00Z" },
     { flag: "--no-expiry", help: "update: the key never expires" },
     { flag: "--overwrite", help: "Replace an existing key of the same name (new id and secret)" },
-    { flag: "--grace <duration>", help: "with --overwrite: the replaced secret keeps working this long (at most 24h)" },
+    { flag: "--grace <duration>", help: "with --overwrite or --rotate: the replaced secret keeps working this long (at most 24h)" },
     { flag: "--if-not-exists", help: "create: exit 0 and create nothing when the name is taken" },
     { flag: "--if-exists", help: "delete: exit 0 when there is nothing to delete" },
     { flag: "--expired", help: "delete: every key whose expiry or grace period has passed (exit 0 when none)" },
+    {
+      flag: "--retired-retention <duration>",
+      help: "delete: how long a deleted or replaced key's secret is still recognised (env SERVICE_API_RETIRED_RETENTION, default 30d); --expired also forgets older ones",
+    },
     { flag: "--since <dur|time>", help: "audit: events since a duration ago (7d) or an ISO 8601 time" },
     { flag: "--limit <n>", help: "audit: only the latest n events; list: only the oldest n keys" },
-    { flag: "--output <file>", help: "create: write the secret (or the JSON) to a new file, mode 0600, instead of stdout; export: the file to write" },
+    { flag: "--output <file>", help: "create, rotate: write the secret (or the JSON) to a new file, mode 0600, instead of stdout; export: the file to write" },
     { flag: "--with-audit", help: "export: include the audit trail" },
     { flag: "--dry-run", help: "create, update, import: check everything and say what would change (with the effective permissions), change nothing" },
     { flag: "--on-conflict <mode>", help: "import: a key already there: fail (default, nothing imported), skip, or overwrite" },
     { flag: "--force", help: "with --output: replace an existing file (atomically)" },
-    { flag: "--format <fmt>", help: "create: text (default), json (as --json) or env (SERVICE_API_KEY=... lines)" },
+    { flag: "--format <fmt>", help: "create, rotate: text (default), json (as --json) or env (SERVICE_API_KEY=... lines)" },
     { flag: "--json", help: "Print the result as one JSON object" },
     { flag: "--url <base_url>", help: "Act on a running service instead of a store (env SERVICE_API_URL; key in SERVICE_API_KEY)" },
   ],
@@ -300,12 +323,14 @@ export const command: CommandDef<ApikeyCommandFlags> = {
     "service-api apikey --create --name dockhand --preset docker_manager --dry-run",
     "service-api apikey --update --name ci -p DOCKER:READ_ANY",
     "service-api apikey --update --name ci --label env=prod,team=ops",
+    "service-api apikey --rotate --name ci --grace 10m --output ci.key",
     "service-api apikey --list --filter \"label:env=prod role:admin\"",
     "service-api apikey --delete --name \"deploy key\" --if-exists",
     "service-api apikey --delete --expired --json",
     "service-api apikey --audit --since 7d",
     "service-api apikey --export --output keys.jsonl",
     "service-api apikey --import keys.jsonl --store redis://127.0.0.1:6379/0",
+    "git log -p | service-api apikey --scan -",
   ],
   run,
 };

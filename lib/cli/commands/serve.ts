@@ -7,7 +7,7 @@ import process from "node:process";
 import { ServiceError } from "../../core/errors.ts";
 import type { Output } from "../format-results.ts";
 import type { CommandDef } from "../command.ts";
-import { bindThenSettleAsOwner, describeStore, openKeyStore, parseStoreSpec, storeSource } from "../../store/config.ts";
+import { bindThenSettleAsOwner, describeStore, openKeyStore, parseStoreSpec, resolveRetiredRetention, storeSource } from "../../store/config.ts";
 import { redactSecrets } from "../../core/secret.ts";
 import { withStoreHint } from "../store-hint.ts";
 
@@ -17,10 +17,14 @@ export interface ServeFlags {
   store?: string;
   /** False with `--no-explorer`: browsers get the JSON answers, not GraphiQL. */
   explorer?: boolean;
+  /** False with `--no-console`: no web console at /console, no consent page at /authorize. */
+  console?: boolean;
   corsOrigin?: string;
   metricsAllow?: string;
   /** False with `--no-last-use`: this server does not record when keys were last used. */
   lastUse?: boolean;
+  /** How long retired secrets are recognised (a duration; see `resolveRetiredRetention`). */
+  retiredRetention?: string;
 }
 
 type Env = Record<string, string | undefined>;
@@ -86,6 +90,7 @@ export async function runServe(
   const allow = resolveMetricsAllow(flags.metricsAllow, env);
   const recordLastUse = resolveLastUse(flags.lastUse, env);
   const gcMetrics = resolveMetricsGc(env);
+  const retiredRetentionMs = resolveRetiredRetention(flags.retiredRetention, env);
   const [{ serve }, { addressMatcher, createMetrics, createServiceLog, observers }] = await Promise.all([
     import("../../http/serve.ts"),
     import("../../http/ops.ts"),
@@ -105,7 +110,7 @@ export async function runServe(
   const spec = parseStoreSpec(flags.store, env);
   // A missing directory store is made now, by the user the service runs as: it owns the store from the
   // start, and a later root CLI run on it acts as that user instead of leaving root-owned files behind.
-  const store = await openKeyStore(spec, (line) => log.line("debug", line), { create: true }).catch((error) => {
+  const store = await openKeyStore(spec, (line) => log.line("debug", line), { create: true, retiredRetentionMs }).catch((error) => {
     throw withStoreHint(error, flags.store, env);
   });
   info(`serving store ${describeStore(spec)} (from ${storeSource(flags.store, env).detail})`);
@@ -119,6 +124,7 @@ export async function runServe(
       host,
       port,
       explorer: flags.explorer !== false,
+      console: flags.console !== false,
       corsOrigins,
       observer: observers(log, metrics),
       metrics,
@@ -159,6 +165,7 @@ export const command: CommandDef<ServeFlags> = {
     { flag: "--host <host>", help: "Interface to listen on (env HOST, default 127.0.0.1)" },
     { flag: "--port <port>", help: "Port, 0 for any free one (env PORT, default 3001)", numeric: true },
     { flag: "--no-explorer", help: "Do not serve the explorer (GraphiQL) to browsers at GET /graphql" },
+    { flag: "--no-console", help: "Do not serve the web console at GET /console nor the consent page at GET /authorize" },
     {
       flag: "--cors-origin <origins>",
       help: "Browser origins allowed to call /graphql, comma-separated scheme://host[:port], or * (env SERVICE_API_CORS_ORIGINS, default none)",
@@ -170,6 +177,10 @@ export const command: CommandDef<ServeFlags> = {
     {
       flag: "--no-last-use",
       help: "Do not record when keys were last used (env SERVICE_API_LAST_USE=off); by default the first use is written within 5 s, then at most once a minute per key",
+    },
+    {
+      flag: "--retired-retention <duration>",
+      help: "How long a deleted or replaced key's secret is still recognised, to warn when it is presented again (env SERVICE_API_RETIRED_RETENTION, default 30d)",
     },
   ],
   examples: ["service-api serve --port 3001"],
