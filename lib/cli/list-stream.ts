@@ -36,7 +36,7 @@ export async function streamList(
 ): Promise<Output> {
   const now = Date.now();
   const { asJson, matches, limit = Infinity } = query;
-  const index = new KeyIndex();
+  const index = new KeyIndex(true);
   let stored = 0;
   for await (const page of store.listPages()) {
     stored += page.length;

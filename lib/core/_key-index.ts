@@ -1,7 +1,9 @@
 /**
  * Keys in the order they are listed (oldest first, then by id), as 24 bytes a key: the creation time
  * (ms) and the id's 16 bytes. The streamed `--list` and GraphQL's pages put keys in order with it without
- * holding the keys themselves.
+ * holding the keys themselves. With `graceLast`, of keys created in one millisecond those in a grace
+ * period come after the live ones (a rotated key before the twin that keeps its old secret), as `list` has
+ * them; pages leave it off, so that a key's position never moves when it enters a grace period.
  */
 import type { ApiKeyInfo } from "./model.ts";
 
@@ -13,19 +15,29 @@ const idBytes = (id: string, into: Uint8Array, at: number) => {
 export class KeyIndex {
   private times = new Float64Array(1024);
   private ids = new Uint8Array(1024 * 16);
+  private graced = new Uint8Array(1024);
   private sorted?: Uint32Array;
   size = 0;
 
+  private readonly graceLast: boolean;
+
+  constructor(graceLast = false) {
+    this.graceLast = graceLast;
+  }
+
   /** Adds a key (its id must be a UUID, as the store makes them). */
-  add(key: Pick<ApiKeyInfo, "id" | "createdAt">): void {
+  add(key: Pick<ApiKeyInfo, "id" | "createdAt" | "graceUntil">): void {
     if (this.size === this.times.length) {
       const times = new Float64Array(this.size * 2);
       times.set(this.times);
       const ids = new Uint8Array(this.size * 32);
       ids.set(this.ids);
-      [this.times, this.ids] = [times, ids];
+      const graced = new Uint8Array(this.size * 2);
+      graced.set(this.graced);
+      [this.times, this.ids, this.graced] = [times, ids, graced];
     }
     this.times[this.size] = Date.parse(key.createdAt);
+    this.graced[this.size] = this.graceLast && key.graceUntil ? 1 : 0;
     idBytes(key.id, this.ids, this.size * 16);
     this.size++;
     this.sorted = undefined;
@@ -61,7 +73,7 @@ export class KeyIndex {
   }
 
   private compare(a: number, b: number): number {
-    return this.times[a] - this.times[b] || compareBytes(this.ids, a * 16, this.ids, b * 16);
+    return this.times[a] - this.times[b] || this.graced[a] - this.graced[b] || compareBytes(this.ids, a * 16, this.ids, b * 16);
   }
 }
 
