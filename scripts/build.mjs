@@ -75,6 +75,8 @@ const INLINE = new Set([
   "lib/cli/store-where.ts",
   "lib/cli/transfer.ts",
   "lib/core/filter.ts",
+  "lib/cli/dry-run.ts",
+  "lib/cli/list-stream.ts",
 ]);
 
 /** Points the start-up bundle's dynamic imports at the lazy bundles instead of inlining them. */

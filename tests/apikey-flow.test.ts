@@ -114,10 +114,11 @@ describe("apikey in process (memory store)", () => {
     const store = createKeyStore();
     expect(await run(store, { list: true })).toEqual({ notice: "No API keys stored", exitCode: 0, readerMayLeave: true, written: "" });
     const { key } = JSON.parse((await run(store, create("ci", { json: true, description: "for CI" }))).written);
+    // A store that pages is listed as it is read: the list is written through io.write, not returned.
     const result = await run(store, { list: true, json: true });
-    const listed = JSON.parse(result.stdout!);
+    const listed = JSON.parse(result.written);
     expect(listed.keys).toMatchObject([{ name: "ci", roles: ["ADMIN"], description: "for CI" }]);
-    expect(result.stdout).not.toContain(key);
+    expect(result.written).not.toContain(key);
   });
 
   it("rejects an invalid name (exit 2) and creates nothing", async () => {

@@ -126,7 +126,7 @@ describe("GraphQL authorization", () => {
     expect(FIELD_PERMISSIONS["Mutation.apiKey.create"]).toBe("API_KEY:CREATE_ANY");
     expect(FIELD_PERMISSIONS["Mutation.apiKey.rotate"]).toBe("API_KEY:UPDATE_ANY");
     expect(FIELD_PERMISSIONS["Query.verifyApiKey"]).toBe("API_KEY:READ_ANY");
-    expect(Object.keys(FIELD_PERMISSIONS)).toHaveLength(19); // with auditLog, deleteExpired, rotate and verifyApiKey
+    expect(Object.keys(FIELD_PERMISSIONS)).toHaveLength(20); // with auditLog, deleteExpired, rotate, verifyApiKey and apiKeyPresets
   });
 });
 

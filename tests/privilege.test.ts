@@ -151,6 +151,7 @@ describe("GUEST", () => {
     apiKey: "{ apiKey(id: \"$ID\") { id } }",
     apiKeyPossibleRoles: "{ apiKeyPossibleRoles }",
     apiKeyPossiblePermissions: "{ apiKeyPossiblePermissions { resource } }",
+    apiKeyPresets: "{ apiKeyPresets { name } }",
     getPermissionsForRoles: "{ getPermissionsForRoles(roles: [GUEST]) { resource } }",
     previewEffectivePermissions: "{ previewEffectivePermissions(roles: [GUEST]) { resource } }",
     getAvailableAuthActions: "{ getAvailableAuthActions }",

@@ -44,7 +44,7 @@ export interface ApikeyFlags {
   audit?: boolean;
   /** audit: a duration back from now or an instant. */
   since?: string;
-  /** audit: at most this many events, the latest. */
+  /** audit: at most this many events, the latest; list: at most this many keys, the oldest. */
   limit?: string;
   /** Write every key (hashes, never secrets) as JSON lines. */
   export?: boolean;
@@ -62,6 +62,8 @@ export interface ApikeyFlags {
   unlabel?: string;
   /** list: only the keys matching this filter (lib/core/filter.ts). */
   filter?: string;
+  /** create, update: preset names (lib/core/presets.ts), comma-separated. */
+  preset?: string;
   /** Scan files, folders and stdin (`-`) for leaked secrets. */
   scan?: boolean;
   /** scan: delete every live key found. */
@@ -86,10 +88,10 @@ export type Mode = (typeof MODES)[number];
  * `noExpiry` stands for `--no-expiry`, which cac delivers as `expiry: false`.
  */
 const MODE_FLAGS: Record<Mode, readonly string[]> = {
-  create: ["name", "description", "roles", "permissions", "overwrite", "ifNotExists", "output", "force", "format", "expiresIn", "expiresAt", "grace", "label"],
+  create: ["name", "description", "roles", "permissions", "overwrite", "ifNotExists", "output", "force", "format", "expiresIn", "expiresAt", "grace", "label", "preset", "dryRun"],
   delete: ["name", "id", "ifExists", "expired", "retiredRetention"],
-  list: ["filter"],
-  update: ["name", "id", "description", "roles", "permissions", "rename", "expiresIn", "expiresAt", "noExpiry", "label", "unlabel", "disable", "enable", "reason"],
+  list: ["filter", "limit"],
+  update: ["name", "id", "description", "roles", "permissions", "rename", "expiresIn", "expiresAt", "noExpiry", "label", "unlabel", "disable", "enable", "reason", "preset", "dryRun"],
   audit: ["since", "limit"],
   export: ["output", "force", "withAudit"],
   import: ["dryRun", "onConflict"],
@@ -146,6 +148,9 @@ export function chooseMode(given: ApikeyFlags): Mode {
   }
   if (flags.format !== undefined && flags.json) pair("format", "json");
   if (flags.force && !flags.output) throw new ServiceError("USAGE", "--force only replaces the file --output names; give --output <file>");
+  if (flags.dryRun && mode !== "import" && (flags.output !== undefined || flags.format === "env")) {
+    throw new ServiceError("USAGE", `--dry-run makes no key and so no secret: drop ${flags.output !== undefined ? "--output" : "--format env"}`);
+  }
   if (flags.format !== undefined && !["text", "json", "env"].includes(flags.format)) {
     throw new ServiceError("USAGE", `Unknown --format '${flags.format}': use text, json or env`);
   }
@@ -162,7 +167,7 @@ export interface LifecycleValues {
   graceMs?: number;
   /** audit --since, in ms since the epoch. */
   since?: number;
-  /** audit --limit. */
+  /** audit, list --limit. */
   limit?: number;
 }
 
@@ -174,7 +179,8 @@ export interface LifecycleValues {
 export function lifecycleValues(flags: ApikeyFlags, now: number): LifecycleValues {
   const limit = flags.limit === undefined ? undefined : String(flags.limit).trim();
   if (limit !== undefined && !/^[1-9]\d{0,8}$/.test(limit)) {
-    throw new ServiceError("INVALID_INPUT", `--limit needs a whole number of events, 1 or more (got '${[...redactSecrets(limit)].slice(0, 20).join("")}')`);
+    const what = flags.list ? "keys" : "events";
+    throw new ServiceError("INVALID_INPUT", `--limit needs a whole number of ${what}, 1 or more (got '${[...redactSecrets(limit)].slice(0, 20).join("")}')`);
   }
   return {
     expiresAt: expiryFrom({ expiresIn: flags.expiresIn, expiresAt: flags.expiresAt }, now),

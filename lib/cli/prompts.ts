@@ -20,6 +20,7 @@ import {
   parseInput,
   PermissionsSchema,
   RolesSchema,
+  withPresets,
 } from "../core/input.ts";
 import { ACTIONS, type ApiKeyInfo, type Permission, RESOURCES, type Role, ROLE_DESCRIPTIONS, ROLES } from "../core/model.ts";
 import type { KeyBackend, KeyStore } from "../store/key-store.ts";
@@ -137,7 +138,10 @@ async function askPermissions(ask: Ask, haveRoles: boolean, problem?: string): P
 /** Roles and permissions not given by flags, asked again until there is at least one of either. */
 async function askAccess(ask: Ask, flags: ApikeyFlags): Promise<{ roles: Role[]; permissions: Permission[] }> {
   const givenRoles = flags.roles !== undefined ? parseInput(RolesSchema, flags.roles) : undefined;
-  const givenPermissions = flags.permissions !== undefined ? parseInput(PermissionsSchema, flags.permissions) : undefined;
+  // A preset gives permissions (with any -p): only roles are asked then.
+  const givenPermissions = flags.preset !== undefined
+    ? parseInput(PermissionsSchema, withPresets({ permissions: flags.permissions }, flags.preset).permissions)
+    : flags.permissions !== undefined ? parseInput(PermissionsSchema, flags.permissions) : undefined;
   let problem: string | undefined;
   for (;;) {
     const roles = givenRoles ?? (await askRoles(ask, problem));
@@ -165,6 +169,7 @@ export async function interactiveCreate(
   const description = flags.description !== undefined ? parseInput(DescriptionSchema, flags.description) : undefined;
   if (flags.roles !== undefined) parseInput(RolesSchema, flags.roles);
   if (flags.permissions !== undefined) parseInput(PermissionsSchema, flags.permissions);
+  if (flags.preset !== undefined) withPresets({}, flags.preset);
   lifecycleValues(flags, Date.now());
 
   const { name, replace, old } = await askName(ask, flags, store);

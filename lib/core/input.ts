@@ -18,6 +18,7 @@ import { containsSecret, redactSecrets } from "./secret.ts";
 import { isPlainName, isPrintableAscii, nameLookAlikeProblem } from "./_names.ts";
 import { once } from "./_once.ts";
 import { didYouMean } from "./suggest.ts";
+import { parsePresets, presetGrants } from "./presets.ts";
 
 export const NAME_MAX = 100;
 const DESCRIPTION_MAX = 1000;
@@ -216,14 +217,30 @@ export function parseInput<const S extends v.GenericSchema>(schema: S, input: un
   throw new ServiceError("INVALID_INPUT", result.issues[0].message);
 }
 
-/** Validates a create request. @example parseCreateInput({ name: "ci", roles: "admin" }) */
+/**
+ * Validates a create request. `preset`: preset names (lib/core/presets.ts) whose roles and permissions
+ * the key holds besides `roles` and `permissions`.
+ * @example parseCreateInput({ name: "ci", roles: "admin" })
+ */
 export function parseCreateInput(input: {
   name?: unknown;
   description?: unknown;
   roles?: unknown;
   permissions?: unknown;
+  preset?: unknown;
 }): CreateKeyInput {
-  return parseInput(CreateKeySchema, input) as CreateKeyInput;
+  const { preset, ...rest } = input;
+  return parseInput(CreateKeySchema, preset == null ? rest : withPresets(rest, preset)) as CreateKeyInput;
+}
+
+/** `input` with the roles and permissions of the presets `preset` names added to its own. */
+export function withPresets<T extends { roles?: unknown; permissions?: unknown }>(
+  input: T,
+  preset: unknown,
+): T & { roles: string[]; permissions: (string | { resource: string; actions: string[] })[] } {
+  const { roles, pairs } = presetGrants(parsePresets(preset));
+  const asList = (value: unknown) => (value == null ? [] : Array.isArray(value) ? value : [value]);
+  return { ...input, roles: [...asList(input.roles), ...roles], permissions: [...asList(input.permissions), ...pairs] };
 }
 
 export type { Resource };

@@ -8,6 +8,9 @@ import { ServiceError } from "../core/errors.ts";
 import { DescriptionSchema, NameSchema, parseCreateInput, parseInput, PermissionsSchema, RolesSchema } from "../core/input.ts";
 import { checkLabels } from "../core/labels.ts";
 import { parseFilter } from "../core/filter.ts";
+import { pageSize, parseCursor } from "../core/paging.ts";
+import { pageKeys } from "../store/paging.ts";
+import { PRESETS } from "../core/presets.ts";
 import { can, canPair, effectivePermissions, escalation, type Grants } from "../core/policy.ts";
 import { MAX_GRACE_MS, parseInstant, untilOf } from "../core/lifecycle.ts";
 import type { KeyStore } from "../store/key-store.ts";
@@ -106,12 +109,21 @@ function graceOf(input: Args): number | undefined {
   return seconds * 1000;
 }
 
+/** One page of `apiKeys(first:, after:, filter:)` (lib/store/paging.ts). */
+async function page(a: Args, store: KeyStore): Promise<ApiKeyInfo[]> {
+  const first = pageSize(a.first, a.after);
+  const after = a.after == null ? undefined : parseCursor(a.after);
+  const matches = a.filter == null ? undefined : parseFilter(a.filter);
+  return await pageKeys(store, { first, after, matches }, Date.now());
+}
+
 /** The rules of the `Query` fields. */
 export const QUERY: Readonly<Record<string, Rule>> = {
   // Read once per request however many aliases ask: 30 aliases must not mean 30 reads of every key.
   apiKeys: {
     needs: "API_KEY:READ_ANY",
     resolve: async (a, context) => {
+      if (a.first != null || a.after != null) return await page(a, context.store);
       const keys = await (context.listed ??= context.store.list());
       if (a.filter == null) return keys;
       const matches = parseFilter(a.filter);
@@ -126,6 +138,7 @@ export const QUERY: Readonly<Record<string, Rule>> = {
     keyOnly: true,
     resolve: () => RESOURCES.map((resource) => ({ resource, actions: [...ACTIONS] })),
   },
+  apiKeyPresets: { needs: "PERMISSION:READ_ANY", keyOnly: true, resolve: () => PRESETS },
   getPermissionsForRoles: {
     needs: "PERMISSION:READ_ANY",
     keyOnly: true,
@@ -162,6 +175,7 @@ export const API_KEY_MUTATIONS: Readonly<Record<string, Rule>> = {
         description: input.description ?? undefined,
         roles: input.roles ?? undefined,
         permissions: input.permissions ?? undefined,
+        preset: input.preset ?? undefined,
       });
       const graceMs = graceOf(input);
       noEscalation(key, parsed);

@@ -10,6 +10,7 @@ import { ACTIONS, RESOURCES, ROLES } from "../core/model.ts";
 import { API_KEY_MUTATIONS, authorize, type GraphQLContext, QUERY, type Rule } from "./fields.ts";
 import { INFO_FIELDS } from "./info.ts";
 import { API_KEY_USAGE_FIELDS, USAGE_SDL } from "./usage.ts";
+import { cursorOf } from "../core/paging.ts";
 
 export { FIELD_PERMISSIONS, type GraphQLContext } from "./fields.ts";
 export { cachedDocument, DOCUMENT_LIMITS, operationOf, parseDocument, validateDocument } from "./documents.ts";
@@ -46,6 +47,15 @@ type ApiKey {
   graceUntil: String
   "The operator's labels (key=value pairs, at most 20, sorted by key); they grant nothing."
   labels: [Label!]!
+  "Where a page of apiKeys(first:, after:) ending with this key ends: pass it as after for the next page. Opaque."
+  cursor: String!
+}
+"A named permission set (docker_manager, vm_manager, monitoring, backup_manager, network_admin): a key made with it holds exactly these roles and permissions, added to its own."
+type ApiKeyPreset {
+  name: String!
+  description: String!
+  roles: [Role!]!
+  permissions: [Permission!]!
 }
 
 "A label of a key: key is 1 to 63 lower-case letters, digits, '.', '_' or '-'; value is 1 to 128 ASCII letters, digits, spaces or '. _ - : / @ +'."
@@ -132,6 +142,8 @@ input CreateApiKeyInput {
   graceSeconds: Int
   "Labels, at most 20."
   labels: [LabelInput!]
+  "Presets (see apiKeyPresets), comma-separated: their roles and permissions are added to roles and permissions."
+  preset: String
 }
 
 input UpdateApiKeyInput {
@@ -161,11 +173,13 @@ input RemoveRoleFromApiKeyInput {
 }
 
 type Query {
-  "Every key, oldest first. filter: words that must all match: label:env=prod, label:env, role:ADMIN, state:active|grace|expired|disabled, name:text or a part of the name."
-  apiKeys(filter: String): [ApiKey!]
+  "Every key, oldest first (then by id when paged). filter: words that must all match: label:env=prod, label:env, role:ADMIN, state:active|grace|expired|disabled, name:text or a part of the name. first (1 to 1000) and after (the cursor of the last key of the previous page) return one page: a page shorter than first is the last. Without either, every key at once."
+  apiKeys(filter: String, first: Int, after: String): [ApiKey!]
   apiKey(id: PrefixedID!): ApiKey
   apiKeyPossibleRoles: [Role!]
   apiKeyPossiblePermissions: [Permission!]
+  "The presets a key can be created with (CreateApiKeyInput.preset, the CLI's --preset)."
+  apiKeyPresets: [ApiKeyPreset!]!
   getPermissionsForRoles(roles: [Role!]!): [Permission!]
   previewEffectivePermissions(roles: [Role!], permissions: [AddPermissionInput!]): [Permission!]
   getAvailableAuthActions: [AuthAction!]
@@ -228,6 +242,7 @@ export function createSchema(): GraphQLSchema {
   const apiKey = (schema.getType("ApiKey") as GraphQLObjectType).getFields();
   apiKey.labels.resolve = (key: { labels?: Record<string, string> }) => Object.entries(key.labels ?? {}).map(([name, value]) => ({ key: name, value }));
   for (const [name, resolve] of Object.entries(API_KEY_USAGE_FIELDS)) apiKey[name].resolve = resolve as GraphQLFieldResolver<unknown, GraphQLContext>;
+  apiKey.cursor.resolve = cursorOf;
   // Reaching Info at all needed INFO:READ_ANY (checked on Query.info); its fields need nothing more.
   const info = (schema.getType("Info") as GraphQLObjectType).getFields();
   for (const [name, resolve] of Object.entries(INFO_FIELDS)) info[name].resolve = resolve;

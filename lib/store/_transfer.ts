@@ -20,20 +20,32 @@ export function createTransfer(ctx: StoreContext, removeById: RemoveById, graced
   const { storage, atomic, entries, audit, bumpRevision, readRevision } = ctx;
   const { nameKey, graceKey, readRecord, readId, live, inGrace, discard } = entries;
 
-  /** Every live key's record (hash included), a batch of names at a time. */
-  async function liveRecords(): Promise<StoredKey[]> {
+  /** The name entries, a chunk at a time: read from the backend as it goes where it can (`scan`). */
+  async function* nameChunks(): AsyncGenerator<string[]> {
+    if (atomic.scan) return yield* atomic.scan("names", CHUNK);
     const names = await storage.getKeys("names");
-    const found: StoredKey[] = [];
-    for (let at = 0; at < names.length; at += CHUNK) {
-      const ids = (await storage.getItems(names.slice(at, at + CHUNK)))
+    for (let at = 0; at < names.length; at += CHUNK) yield names.slice(at, at + CHUNK);
+  }
+
+  /** Every live key's record (hash included), a chunk of names at a time, in no particular order. */
+  async function* livePages(): AsyncGenerator<StoredKey[]> {
+    for await (const chunk of nameChunks()) {
+      const ids = (await storage.getItems(chunk))
         .filter((entry): entry is { key: string; value: string } => isKeyId(entry.value));
       const values = await storage.getItems(ids.map(({ value }) => `keys:${value}`));
+      const found: StoredKey[] = [];
       values.forEach(({ value }, i) => {
         const record = entries.checked(ids[i].value, value);
         // Only the entry of the record's own name: mid-rename a key has two, and it is listed once.
         if (record && ids[i].key === nameKey(record.name)) found.push(record);
       });
+      if (found.length) yield found;
     }
+  }
+
+  async function liveRecords(): Promise<StoredKey[]> {
+    const found: StoredKey[] = [];
+    for await (const page of livePages()) for (const record of page) found.push(record);
     return found;
   }
 
@@ -75,6 +87,7 @@ export function createTransfer(ctx: StoreContext, removeById: RemoveById, graced
 
   return {
     liveRecords,
+    livePages,
 
     /** Every key the store holds, live ones then those in a grace period, with their hashes. */
     exportRecords: async (): Promise<StoredKey[]> => [...(await liveRecords()), ...(await graced())],

@@ -34,6 +34,12 @@ export interface AtomicIndex {
    * the clean-up after an overwrite) never interleave. A lock whose holder died is broken after a while.
    */
   exclusive<T>(key: string, fn: () => Promise<T>): Promise<T>;
+  /**
+   * Optional: the keys directly under `prefix`, `size` at a time, read as the caller goes, so listing
+   * 100,000 keys never holds all their names (the fs driver reads its directory). Without it the store
+   * takes unstorage's `getKeys`.
+   */
+  scan?(prefix: string, size: number): AsyncIterable<string[]>;
   /** True when at least one key lies under `prefix` (without listing them all). */
   hasAny(prefix: string): Promise<boolean>;
   /**

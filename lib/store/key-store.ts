@@ -260,6 +260,16 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
         return found.sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.name.localeCompare(b.name)));
       }),
 
+    listPages: async function* () {
+      try {
+        for await (const page of transfer.livePages()) yield page.map((record) => publicView(record));
+        const graced = await removals.graced();
+        if (graced.length) yield graced.map((record) => publicView(record, true));
+      } catch (error) {
+        throw storeError("list keys", error);
+      }
+    },
+
     isEmpty: () => guard("read the store", async () => !(await atomic.hasAny("names"))),
 
     verify,

@@ -164,6 +164,12 @@ export interface KeyStore {
    * their grace period (`graceUntil`). Reads every key: for listing, not for hot paths.
    */
   list(): Promise<ApiKeyInfo[]>;
+  /**
+   * Every key `list` returns, a page (at most a few hundred) at a time, read as the caller goes and in no
+   * particular order: live keys, then those in a grace period. Memory stays bounded however many keys
+   * there are; a key created, renamed or deleted meanwhile may or may not appear, any other appears exactly once.
+   */
+  listPages(): AsyncIterable<ApiKeyInfo[]>;
   /** True when the store holds no key, without reading them all. */
   isEmpty(): Promise<boolean>;
   /**

@@ -22,6 +22,7 @@ import {
   PermissionsSchema,
   ReasonSchema,
   RolesSchema,
+  withPresets,
 } from "../../core/input.ts";
 import type { KeyBackend, KeyStore } from "../../store/key-store.ts";
 import { applyLabels, parseLabelFlag, parseUnlabelFlag } from "../../core/labels.ts";
@@ -71,24 +72,18 @@ function missing(what: string, flags: string, context: TerminalState): ServiceEr
  * Runs `service-api apikey` with parsed flags.
  * @example await runApikey({ create: true, name: "ci", roles: "ADMIN", json: true }, store, { interactive: false })
  */
-export async function runApikey(flags: ApikeyFlags, store: CliBackend, context: ApikeyContext, where?: string): Promise<Output> {
+export async function runApikey(
+  flags: ApikeyFlags,
+  store: CliBackend,
+  context: ApikeyContext,
+  where?: string,
+  write?: (fd: 1, text: string) => string | undefined,
+): Promise<Output> {
   const mode = chooseMode(flags);
   const asJson = Boolean(flags.json) || flags.format === "json";
   const values = lifecycleValues(flags, Date.now());
 
-  if (mode === "list") {
-    const { formatList } = await import("../format.ts");
-    const keys = await store.list();
-    if (flags.filter === undefined) return { ...formatList(keys, asJson, undefined, where), readerMayLeave: true };
-    const { parseFilter } = await import("../../core/filter.ts");
-    const matches = parseFilter(String(flags.filter));
-    const now = Date.now();
-    const found = keys.filter((key) => matches(key, now));
-    if (found.length === 0 && keys.length > 0 && !asJson) {
-      return { notice: `No API key matches the filter (${keys.length} key${keys.length === 1 ? "" : "s"} stored${where ? ` in ${where}` : ""})`, exitCode: 0 };
-    }
-    return { ...formatList(found, asJson, undefined, where), readerMayLeave: true };
-  }
+  if (mode === "list") return await (await import("../list-stream.ts")).listKeys(flags, store, { asJson, limit: values.limit, where }, write);
   if (mode === "audit") return await (await import("../lifecycle.ts")).showAudit(store, values, asJson);
   if (mode === "export") return await (await import("../transfer.ts")).exportKeys(flags, store as Partial<KeyStore>, asJson);
   if (mode === "import") {
@@ -133,7 +128,9 @@ function nothingToDelete(message: string, code: "NOT_FOUND" | "NO_KEYS", flags: 
 async function create(flags: ApikeyFlags, values: LifecycleValues, store: CliBackend, context: ApikeyContext, asJson: boolean): Promise<Output> {
   const env = flags.format === "env";
   if (flags.name === undefined) {
-    if (flags.ifNotExists || env) throw new ServiceError("USAGE", `${flags.ifNotExists ? "--if-not-exists" : "--format env"} needs --name <name>`);
+    if (flags.ifNotExists || env || flags.dryRun) {
+      throw new ServiceError("USAGE", `${flags.ifNotExists ? "--if-not-exists" : flags.dryRun ? "--dry-run" : "--format env"} needs --name <name>`);
+    }
     if (flags.output !== undefined) checkOutputTarget(flags.output, Boolean(flags.force));
     const unable = await cannotPrompt(context);
     if (unable) throw missing("--name", "--name <name> and --roles <roles> or --permissions <RESOURCE:ACTION,...>", unable);
@@ -145,6 +142,10 @@ async function create(flags: ApikeyFlags, values: LifecycleValues, store: CliBac
     ...(values.expiresAt ? { expiresAt: values.expiresAt } : {}),
     ...(flags.label !== undefined ? { labels: parseLabelFlag(String(flags.label)) } : {}),
   };
+  if (flags.dryRun) {
+    const options = { overwrite: Boolean(flags.overwrite), ifNotExists: Boolean(flags.ifNotExists), graceMs: values.graceMs };
+    return await (await import("../dry-run.ts")).previewCreate(input, options, store, asJson);
+  }
   // --if-not-exists with the key there creates and writes nothing: its --output file from the run that
   // made the key is no obstacle (a script run twice). A key made meanwhile is caught below.
   if (flags.ifNotExists) {
@@ -182,6 +183,12 @@ async function update(flags: ApikeyFlags, values: LifecycleValues, store: CliBac
   if (flags.description !== undefined) patch.description = parseInput(DescriptionSchema, flags.description) ?? "";
   if (flags.roles !== undefined) patch.roles = parseInput(RolesSchema, flags.roles);
   if (flags.permissions !== undefined) patch.permissions = parseInput(PermissionsSchema, flags.permissions);
+  if (flags.preset !== undefined) {
+    // A preset replaces the permissions (with -p's added), and adds its roles to -r's, as on create.
+    const merged = withPresets({ roles: flags.roles, permissions: flags.permissions }, flags.preset);
+    patch.permissions = parseInput(PermissionsSchema, merged.permissions);
+    if (flags.roles !== undefined || merged.roles.length) patch.roles = parseInput(RolesSchema, merged.roles);
+  }
   if (values.expiresAt) patch.expiresAt = values.expiresAt;
   if (values.clearExpiry) patch.expiresAt = null;
   if (flags.disable || flags.enable) patch.disabled = Boolean(flags.disable);
@@ -191,11 +198,12 @@ async function update(flags: ApikeyFlags, values: LifecycleValues, store: CliBac
   if (Object.keys(patch).length === 0 && !setLabels && !unsetLabels) {
     throw new ServiceError(
       "USAGE",
-      "--update needs something to change: --roles, --permissions, --description, --rename, --expires-in, --expires-at, --no-expiry, --label, --unlabel, --disable or --enable",
+      "--update needs something to change: --roles, --permissions, --preset, --description, --rename, --expires-in, --expires-at, --no-expiry, --label, --unlabel, --disable or --enable",
     );
   }
   const before = await chosenKey(flags, store, "update");
   if (setLabels || unsetLabels) patch.labels = applyLabels(before.labels, setLabels, unsetLabels);
+  if (flags.dryRun) return await (await import("../dry-run.ts")).previewUpdate(before, patch, store, asJson);
   return formatUpdated(await store.update(before.id, patch), before, asJson);
 }
 
@@ -218,7 +226,7 @@ export async function run(flags: ApikeyCommandFlags, io: CommandIO): Promise<Out
   if (paths.length && mode !== "scan") throw new ServiceError("USAGE", `--${mode} takes no paths (got '${printable(paths[0])}'); only --scan does`);
   if (mode === "scan") return await (await import("../scan-command.ts")).runScanCommand(flags, io, flags.paths ?? paths);
   const file = flags.output !== undefined ? { path: flags.output, force: Boolean(flags.force) } : undefined;
-  const go = async (store: CliBackend, where?: string) => await deliver(await runApikey(flags, store, context, where), store, io.write, file);
+  const go = async (store: CliBackend, where?: string) => await deliver(await runApikey(flags, store, context, where, io.write), store, io.write, file);
   if (io.store) return await go(io.store);
   const url = flags.url ?? (flags.store ? undefined : io.env.SERVICE_API_URL?.trim() || undefined);
   if (url && (flags.export || flags.import !== undefined)) {
@@ -258,11 +266,11 @@ async function terminal(): Promise<TerminalState> {
 export const command: CommandDef<ApikeyCommandFlags> = {
   description: "Create, delete, update, rotate, disable or list API keys, read their use and audit trail, move them between stores, and find leaked ones",
   usage: [
-    "service-api apikey --create --name <name> [-r <roles>] [-p <perms>] [-d <text>] [--expires-in <dur> | --expires-at <time>] [--overwrite [--grace <dur>] | --if-not-exists] [--json | --format env] [--output <file> [--force]]",
+    "service-api apikey --create --name <name> [-r <roles>] [-p <perms>] [--preset <name>] [-d <text>] [--expires-in <dur> | --expires-at <time>] [--overwrite [--grace <dur>] | --if-not-exists] [--dry-run] [--json | --format env] [--output <file> [--force]]",
     "service-api apikey --delete [--name <name> | --id <id> | --expired] [--if-exists] [--retired-retention <dur>] [--json]",
-    "service-api apikey --update (--name <name> | --id <id>) [-r <roles>] [-p <perms>] [-d <text>] [--rename <name>] [--expires-in <dur> | --expires-at <time> | --no-expiry] [--disable [--reason <text>] | --enable] [--json]",
+    "service-api apikey --update (--name <name> | --id <id>) [-r <roles>] [-p <perms>] [--preset <name>] [-d <text>] [--rename <name>] [--expires-in <dur> | --expires-at <time> | --no-expiry] [--disable [--reason <text>] | --enable] [--dry-run] [--json]",
     "service-api apikey --rotate (--name <name> | --id <id>) [--grace <dur>] [--json | --format env] [--output <file> [--force]]",
-    "service-api apikey --list [--filter <expr>] [--json]",
+    "service-api apikey --list [--filter <expr>] [--limit <n>] [--json]",
     "service-api apikey --audit [--since <dur|time>] [--limit <n>] [--json]",
     "service-api apikey --usage (--name <name> | --id <id>) [--json]",
     "service-api apikey --export [--output <file> [--force]] [--with-audit]",
@@ -286,6 +294,7 @@ export const command: CommandDef<ApikeyCommandFlags> = {
     { flag: "-d, --description <desc>", help: "Free-text description (update: replaces it; \"\" removes it)" },
     { flag: "-r, --roles <roles>", help: "Comma-separated roles: ADMIN, CONNECT, VIEWER, GUEST (update: replaces them)" },
     { flag: "-p, --permissions <perms>", help: "Comma-separated RESOURCE:ACTION pairs, e.g. DOCKER:READ_ANY (update: replaces them)" },
+    { flag: "--preset <name>", help: "create, update: a named permission set (docker_manager, vm_manager, monitoring, backup_manager, network_admin), added to -r and -p" },
     { flag: "--rename <name>", help: "update: the key's new name" },
     { flag: "--label <pairs>", help: "create, update: labels to set, key=value[,key=value] (at most 20 per key)" },
     { flag: "--unlabel <keys>", help: "update: label keys to remove, comma-separated" },
@@ -306,10 +315,10 @@ export const command: CommandDef<ApikeyCommandFlags> = {
       help: "delete: how long a deleted or replaced key's secret is still recognised (env SERVICE_API_RETIRED_RETENTION, default 30d); --expired also forgets older ones",
     },
     { flag: "--since <dur|time>", help: "audit: events since a duration ago (7d) or an ISO 8601 time" },
-    { flag: "--limit <n>", help: "audit: only the latest n events" },
+    { flag: "--limit <n>", help: "audit: only the latest n events; list: only the oldest n keys" },
     { flag: "--output <file>", help: "create, rotate: write the secret (or the JSON) to a new file, mode 0600, instead of stdout; export: the file to write" },
     { flag: "--with-audit", help: "export: include the audit trail" },
-    { flag: "--dry-run", help: "import: check the file and say what would change, change nothing" },
+    { flag: "--dry-run", help: "create, update, import: check everything and say what would change (with the effective permissions), change nothing" },
     { flag: "--on-conflict <mode>", help: "import: a key already there: fail (default, nothing imported), skip, or overwrite" },
     { flag: "--force", help: "with --output: replace an existing file (atomically)" },
     { flag: "--format <fmt>", help: "create, rotate: text (default), json (as --json) or env (SERVICE_API_KEY=... lines)" },
@@ -321,6 +330,7 @@ export const command: CommandDef<ApikeyCommandFlags> = {
     "service-api apikey --create --name ci -r VIEWER --if-not-exists --output ci.key",
     "service-api apikey --create --name \"ci deploy\" -r ADMIN --expires-in 1h --json",
     "service-api apikey --create --name ci -r VIEWER --overwrite --grace 10m",
+    "service-api apikey --create --name dockhand --preset docker_manager --dry-run",
     "service-api apikey --update --name ci -p DOCKER:READ_ANY",
     "service-api apikey --update --name ci --label env=prod,team=ops",
     "service-api apikey --rotate --name ci --grace 10m --output ci.key",

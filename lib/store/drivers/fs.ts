@@ -17,6 +17,7 @@ import type { AuditLog } from "../audit.ts";
 import { createFsAuditLog, type FsAuditOptions } from "./_fs-audit.ts";
 import { blockingOps, syncDir as syncDirectory, threadPoolOps } from "./_fs-ops.ts";
 import { createRevisionFiles } from "./_fs-revision.ts";
+import { scanDirectory } from "./_fs-scan.ts";
 import { createStoreTrust, plantedLink, READ_FLAGS } from "./_fs-trust.ts";
 
 const TMP = ".tmp";
@@ -295,6 +296,7 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
       }
     },
     version: (key) => revision.read(key),
+    scan: (prefix, size) => scanDirectory({ trust, files, path: pathOf(prefix), prefix, size }),
     async hasAny(prefix) {
       let dir;
       try {
