@@ -11,7 +11,7 @@ import { API_KEY_MUTATIONS, authorize, type GraphQLContext, QUERY, type Rule } f
 import { INFO_FIELDS } from "./info.ts";
 
 export { FIELD_PERMISSIONS, type GraphQLContext } from "./fields.ts";
-export { cachedDocument, DOCUMENT_LIMITS, operationOf, parseDocument, validateDocument } from "./documents.ts";
+export { DOCUMENT_LIMITS, parseDocument, validateDocument } from "./documents.ts";
 export { dependsOnKeyOnly } from "./key-only.ts";
 
 const SDL = /* GraphQL */ `

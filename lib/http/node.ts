@@ -8,7 +8,8 @@ import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { Socket } from "node:net";
 import { ServiceError } from "../core/errors.ts";
 import { ClientGone } from "../graphql/limits.ts";
-import type { ServiceHandler, ServiceRequest, ServiceResponse } from "./types.ts";
+import { after } from "../core/maybe-promise.ts";
+import { isRemembered, type ServiceHandler, type ServiceRequest, type ServiceResponse } from "./types.ts";
 
 export interface NodeListenOptions {
   host: string;
@@ -169,8 +170,8 @@ function head(response: ServiceResponse<string | Uint8Array<ArrayBuffer>>, closi
   const headers: Record<string, string | number> = Object.assign({}, response.headers);
   if (closing) headers.connection = "close";
   headers["content-length"] = response.body === null ? 0 : Buffer.byteLength(response.body);
-  // A remembered answer (frozen by the answer cache, served again as the same object) keeps its head.
-  if (!closing && Object.isFrozen(response)) heads.set(response, headers);
+  // A remembered answer (served again as the same object) keeps its head.
+  if (!closing && isRemembered(response)) heads.set(response, headers);
   return headers;
 }
 /** The head of each remembered answer, made on its first write: see `head`. */
@@ -221,8 +222,7 @@ export function listenNode(
         return broken();
       }
       // A remembered answer comes back at once: written in this turn, with no promise in between.
-      if (response instanceof Promise) response.then(write, broken);
-      else write(response);
+      after(response, write, broken);
     };
     // Node calls this at the end of the headers, before its parser has gone through the rest of the
     // packet, and runs microtasks before it does: a body sent with the headers is not read yet. After

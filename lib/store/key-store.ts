@@ -132,7 +132,7 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
     }
   };
 
-  const { verify, refusal } = createVerifier({
+  const { verify, verifyNow, refusal } = createVerifier({
     entries,
     readRevision,
     cacheSize: options.verifyCacheSize ?? 10_000,
@@ -260,5 +260,7 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
     },
   };
 
+  // Not enumerable: a wrapper made with `{ ...store, verify }` must not keep a verifyNow that bypasses its verify.
+  Object.defineProperty(store, "verifyNow", { value: verifyNow, enumerable: false });
   return store;
 }

@@ -85,6 +85,14 @@ export interface KeyStore {
    */
   verify(secret: string): Promise<VerifiedKey | null>;
   /**
+   * `verify` without the promise when it needs none: a value exactly when the revision read is synchronous
+   * (the files store) and the secret's verification is remembered under that revision, else what `verify`
+   * would give. `since` (`performance.now()` once the request had arrived) lets requests share a revision
+   * read begun after they arrived. Same checks as `verify`; the service prefers it when present. Not
+   * enumerable on `createKeyStore`'s stores, so a wrapper made with `{ ...store, verify }` goes without it.
+   */
+  verifyNow?(secret: string, since?: number): VerifiedKey | null | Promise<VerifiedKey | null>;
+  /**
    * Why `verify` refused this secret: "expired" when it belongs to a key whose expiry or grace period
    * has passed, else "unknown". Reads the store; meant for the refusal path only.
    */
