@@ -2,7 +2,8 @@
  * A value that may come later. The service's request path answers without a promise whenever nothing on
  * the way waited (a remembered verification on the files store, a remembered answer, a compiled query of
  * synchronous resolvers): each promise costs microtask turns and allocations a small request notices.
- * Every module composes such values with `after`, the one place that looks for a promise.
+ * Every module composes such values with `after`; `isPromise` is for where waiting itself changes what
+ * must be done (a request body that came later is checked against the store again).
  */
 export type MaybePromise<T> = T | Promise<T>;
 

@@ -12,17 +12,30 @@
  * answer, a compiled query): see `core/maybe-promise.ts`.
  */
 import type { VerifiedKey } from "../store/types.ts";
-import { after, type MaybePromise } from "../core/maybe-promise.ts";
+import { after, isPromise, type MaybePromise } from "../core/maybe-promise.ts";
 import { isWellFormedSecret } from "../core/secret.ts";
 import { ClientGone } from "../graphql/limits.ts";
 import { createOutageTracker } from "./outage.ts";
 import { createAnswerCache } from "./answer-cache.ts";
 import { createGraphQLRoute } from "./route.ts";
 import { startLastUse } from "./last-use.ts";
-import { createErrorFormatter, errorResponse, inMediaType, internal, isStoreDown, KEY_REFUSED, notAcceptable, storeDown, tooLarge, unauthenticated } from "./responses.ts";
+import {
+  createErrorFormatter,
+  errorResponse,
+  inMediaType,
+  internal,
+  isStoreDown,
+  KEY_REFUSED,
+  notAcceptable,
+  PRIVATE_HEADERS,
+  privately,
+  storeDown,
+  tooLarge,
+  unauthenticated,
+} from "./responses.ts";
 import { type GraphQLMediaType, negotiate } from "./negotiate.ts";
 import { createCors } from "./cors.ts";
-import { type AuthFailure, type HandlerOptions, MAX_BODY_BYTES, type RequestEvent, type ServiceHandler, type ServiceRequest, type ServiceResponse } from "./types.ts";
+import { type AuthFailure, type HandlerOptions, MAX_BODY_BYTES, type RequestEvent, type ServiceHandler, type ServiceObserver, type ServiceRequest, type ServiceResponse } from "./types.ts";
 import { credential, pathOf } from "./request.ts";
 import { explorerRoute } from "./explorer-route.ts";
 import { healthz, metricsRoute, readiness } from "./ops-routes.ts";
@@ -39,40 +52,41 @@ interface Trace {
   computed?: boolean;
 }
 
-/**
- * On every /graphql answer: it is the caller's (a key list, an error about their key), so no cache may
- * keep it, and one that does anyway must tell callers apart by their credential. A shared cache that does
- * not take `x-api-key` for one (Varnish's defaults) would otherwise serve one key's answer to others.
- */
-const PRIVATE_HEADERS = { "cache-control": "no-store", vary: "Authorization, x-api-key" } as const;
-/** `response` with PRIVATE_HEADERS (itself when it has them: the GraphQL route writes them in). */
-const privately = <R extends ServiceResponse>(response: R): R | ServiceResponse =>
-  response.headers["cache-control"] === PRIVATE_HEADERS["cache-control"]
-    ? response
-    : { status: response.status, headers: Object.assign({}, response.headers, PRIVATE_HEADERS), body: response.body };
+/** What answering /graphql needs from the handler's set-up. */
+interface EndpointParts {
+  options: HandlerOptions;
+  outage: ReturnType<typeof createOutageTracker>;
+  lastUse: ReturnType<typeof startLastUse>;
+  onError: (error: unknown) => void;
+  failure: (error: unknown) => ServiceResponse;
+}
 
-/** Creates the service's runtime-neutral handler (see `createHandler` in `fetch.ts` for the fetch-style one). */
-export function createServiceHandler(options: HandlerOptions): ServiceHandler {
+/**
+ * `/graphql`: negotiate, authenticate (the body is read only once the key is good), answer (remembered
+ * or by the GraphQL route), and send it in the media type negotiated, private, with CORS.
+ */
+function graphqlEndpoint({ options, outage, lastUse, onError, failure }: EndpointParts) {
   const { store, observer } = options;
   const verify = store.verifyNow?.bind(store) ?? ((secret: string) => store.verify(secret));
   const limit = options.maxBodyBytes ?? MAX_BODY_BYTES;
-  const onError = options.onError ?? ((error: unknown) => console.error("service-api: internal error:", error));
-  const storeStatus = options.storeStatus ?? {
-    down: (line) => console.error(`service-api: error: ${line}`),
-    up: (line) => console.error(`service-api: ${line}`),
-  };
-  const outage = createOutageTracker(storeStatus);
-  const lastUse = startLastUse(store, options.recordLastUse, storeStatus);
-  const metrics = options.metrics && metricsRoute(store, options.metrics, lastUse && ((id) => lastUse.seen(id)));
   const answers = createAnswerCache();
-  const explorer = explorerRoute(options.explorer);
   const cors = createCors(options.corsOrigins);
-  const ready = readiness(store);
   const graphql = createGraphQLRoute({ formatError: createErrorFormatter(onError), storeFailed: (error) => outage.failed(error), headers: PRIVATE_HEADERS });
   const refuse = (reason: AuthFailure, message: string) => (observer?.authFailed(reason), unauthenticated(message));
   const refused = (secret: string) => store.refusal(secret).then((why) => refuse(why, KEY_REFUSED[why]));
 
-  /** Authenticates a /graphql request, then answers it; the body is read only once the key is good. */
+  const answer = (request: ServiceRequest, key: VerifiedKey, body: string | null, mediaType: GraphQLMediaType, trace: Trace): MaybePromise<ServiceResponse> => {
+    if (body === null) return tooLarge(limit);
+    trace.key = key;
+    return answers.answer(key.validity, request, body, () => {
+      trace.computed = true;
+      return after(graphql(request, body, mediaType, { key, store }), (answered) => {
+        if (answered.operation) trace.operation = answered.operation;
+        return answered;
+      });
+    });
+  };
+
   const authenticate = (request: ServiceRequest, mediaType: GraphQLMediaType, trace: Trace): MaybePromise<ServiceResponse> => {
     if (request.method !== "GET" && request.method !== "POST") {
       return errorResponse(405, "METHOD_NOT_ALLOWED", "Use POST (or GET for queries) on /graphql", { allow: "GET, POST" });
@@ -88,31 +102,50 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
       lastUse?.seen(key.id); // remembered answers included: the key authenticated this request
       trace.key = key;
       const body = request.method === "POST" ? request.body() : "";
-      if (typeof body === "string" || body === null) return answer(request, key, body, mediaType, trace);
+      if (!isPromise(body)) return answer(request, key, body, mediaType, trace);
       // The body came after the head, maybe much later (up to the request timeout): the key is checked
       // again once it is in, with a revision read of its own, so a revocation or an update finished
       // before the body was sent applies to it.
-      return body.then((body) =>
-        after(verify(secret), (again) => {
-          if (!again) return refused(secret);
-          trace.key = again;
-          return answer(request, again, body, mediaType, trace);
-        })
-      );
+      return body.then((body) => after(verify(secret), (again) => (again ? answer(request, again, body, mediaType, trace) : refused(secret))));
     });
   };
 
-  const answer = (request: ServiceRequest, key: VerifiedKey, body: string | null, mediaType: GraphQLMediaType, trace: Trace): MaybePromise<ServiceResponse> => {
-    if (body === null) return tooLarge(limit);
-    return answers.answer(key.validity, request, body, () => {
-      trace.computed = true;
-      return after(graphql(request, body, mediaType, { key, store }), (answered) => {
-        if (answered.operation) trace.operation = answered.operation;
-        return answered;
-      });
-    });
+  /** A /graphql answer as sent: in the media type negotiated, private, with CORS. */
+  const sent = (request: ServiceRequest, response: ServiceResponse, mediaType: GraphQLMediaType | null): ServiceResponse => {
+    const shown = privately(mediaType === null ? response : inMediaType(response, mediaType));
+    return cors ? cors.decorate(request, shown) : shown;
   };
 
+  return (request: ServiceRequest, trace: Trace): MaybePromise<ServiceResponse> => {
+    if (cors && request.method === "OPTIONS") return cors.preflight(request);
+    const mediaType = negotiate(request.headers.get("accept"));
+    if (mediaType === null) return sent(request, notAcceptable(), null);
+    const worked = (response: ServiceResponse) => {
+      if (response.status !== 503) outage.worked();
+      return sent(request, response, mediaType);
+    };
+    const failed = (error: unknown) => sent(request, failure(error), mediaType);
+    try {
+      return after(authenticate(request, mediaType, trace), worked, failed);
+    } catch (error) {
+      return failed(error);
+    }
+  };
+}
+
+/** Creates the service's runtime-neutral handler (see `createHandler` in `fetch.ts` for the fetch-style one). */
+export function createServiceHandler(options: HandlerOptions): ServiceHandler {
+  const { store, observer } = options;
+  const onError = options.onError ?? ((error: unknown) => console.error("service-api: internal error:", error));
+  const storeStatus = options.storeStatus ?? {
+    down: (line) => console.error(`service-api: error: ${line}`),
+    up: (line) => console.error(`service-api: ${line}`),
+  };
+  const outage = createOutageTracker(storeStatus);
+  const lastUse = startLastUse(store, options.recordLastUse, storeStatus);
+  const metrics = options.metrics && metricsRoute(store, options.metrics, lastUse && ((id) => lastUse.seen(id)));
+  const explorer = explorerRoute(options.explorer);
+  const ready = readiness(store);
   /** The answer to a failure no one else answered: 503 for the store, 400 for a client gone, else 500. */
   const failure = (error: unknown): ServiceResponse => {
     if (isStoreDown(error)) return outage.failed(error), storeDown();
@@ -120,28 +153,7 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
     onError(error);
     return internal();
   };
-
-  /** A /graphql answer as sent: in the media type negotiated, private, with CORS. */
-  const finish = (request: ServiceRequest, response: ServiceResponse, mediaType: GraphQLMediaType | null): ServiceResponse => {
-    const sent = privately(mediaType === null ? response : inMediaType(response, mediaType));
-    return cors ? cors.decorate(request, sent) : sent;
-  };
-
-  const graphqlRoute = (request: ServiceRequest, trace: Trace): MaybePromise<ServiceResponse> => {
-    if (cors && request.method === "OPTIONS") return cors.preflight(request);
-    const mediaType = negotiate(request.headers.get("accept"));
-    if (mediaType === null) return finish(request, notAcceptable(), null);
-    const worked = (response: ServiceResponse) => {
-      if (response.status !== 503) outage.worked();
-      return finish(request, response, mediaType);
-    };
-    const failed = (error: unknown) => finish(request, failure(error), mediaType);
-    try {
-      return after(authenticate(request, mediaType, trace), worked, failed);
-    } catch (error) {
-      return failed(error);
-    }
-  };
+  const graphql = graphqlEndpoint({ options, outage, lastUse, onError, failure });
 
   /** Routes a request; `trace` collects what the access log and the metrics are told afterwards. */
   const route = (request: ServiceRequest, pathname: string | null, trace: Trace): MaybePromise<AnyResponse> => {
@@ -151,7 +163,7 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
       }
       const page = explorer?.(request, pathname);
       if (page) return page.catch(failure);
-      if (pathname === "/graphql") return graphqlRoute(request, trace);
+      if (pathname === "/graphql") return graphql(request, trace);
       if (pathname === "/healthz") return healthz(request);
       if (pathname === "/readyz") return ready(request).catch(failure);
       if (pathname === "/metrics" && metrics) return metrics(request).catch(failure);
@@ -160,12 +172,16 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
       return failure(error);
     }
   };
-
   const close = async () => {
     await lastUse?.close();
   };
   if (!observer) return Object.assign((request: ServiceRequest) => route(request, pathOf(request.url), {}), { close });
-  return Object.assign((request: ServiceRequest) => {
+  return Object.assign(observed(route, observer), { close });
+}
+
+/** `route`, telling the observer (the access log, the metrics) about each request once answered. */
+function observed(route: (request: ServiceRequest, pathname: string | null, trace: Trace) => MaybePromise<AnyResponse>, observer: ServiceObserver) {
+  return (request: ServiceRequest) => {
     const started = performance.now();
     const pathname = pathOf(request.url);
     const trace: Trace = {};
@@ -177,5 +193,5 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
       observer.request({ method: request.method, path, status: response.status, ms: performance.now() - started, key: trace.key, operation });
       return response;
     });
-  }, { close });
+  };
 }
