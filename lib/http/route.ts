@@ -29,10 +29,7 @@ export interface RouteOptions {
   formatError: (error: Readonly<GraphQLError | Error>) => GraphQLError | Error;
   /** Told of a store failure inside a resolver (the answer is then a 503, never a partial result). */
   storeFailed: (error: unknown) => void;
-  /**
-   * Headers every answer computed here carries besides its content type (written into the same object,
-   * so that a remembered answer's headers are made once).
-   */
+  /** Headers every answer computed here carries besides its content type. */
   headers: Readonly<Record<string, string>>;
 }
 
@@ -40,11 +37,12 @@ export type GraphQLRoute = (request: ServiceRequest, body: string, mediaType: Gr
 
 /** @example const route = createGraphQLRoute({ formatError, storeFailed, headers: {} }); await route(request, body, "application/json", { key, store }); */
 export function createGraphQLRoute({ formatError, storeFailed, headers }: RouteOptions): GraphQLRoute {
-  const contentType: Record<GraphQLMediaType, Record<string, string>> = {
-    [APPLICATION_JSON]: { "content-type": `${APPLICATION_JSON}; charset=utf-8`, ...headers },
-    [GRAPHQL_RESPONSE]: { "content-type": `${GRAPHQL_RESPONSE}; charset=utf-8`, ...headers },
+  // Shared by every answer (no one writes into a response's headers: what adds to them copies them).
+  const headersOf: Record<GraphQLMediaType, Record<string, string>> = {
+    [APPLICATION_JSON]: Object.freeze({ "content-type": `${APPLICATION_JSON}; charset=utf-8`, ...headers }),
+    [GRAPHQL_RESPONSE]: Object.freeze({ "content-type": `${GRAPHQL_RESPONSE}; charset=utf-8`, ...headers }),
   };
-  const json = (status: number, mediaType: GraphQLMediaType, body: string): ServiceResponse => ({ status, headers: { ...contentType[mediaType] }, body });
+  const json = (status: number, mediaType: GraphQLMediaType, body: string): ServiceResponse => ({ status, headers: headersOf[mediaType], body });
   /** Errors and nothing executed: 400 for graphql-response+json, 200 for application/json. */
   const requestErrors = (errors: readonly GraphQLError[], mediaType: GraphQLMediaType): GraphQLAnswer => ({
     response: json(mediaType === GRAPHQL_RESPONSE ? 400 : 200, mediaType, JSON.stringify({ errors: errors.map(formatError) })),
