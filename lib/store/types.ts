@@ -88,7 +88,8 @@ export interface KeyStore {
    * `verify` without the promise when it needs none: a value exactly when the revision read is synchronous
    * (the files store) and the secret's verification is remembered under that revision, else what `verify`
    * would give. `since` (`performance.now()` once the request had arrived) lets requests share a revision
-   * read begun after they arrived. Same checks as `verify`; the service prefers it when present. Not
+   * read begun after they arrived. The same answers as `verify`, but the secret's form (its checksum) is the
+   * caller's to check: a malformed one matches no key, after a lookup. The service prefers it when present. Not
    * enumerable on `createKeyStore`'s stores, so a wrapper made with `{ ...store, verify }` goes without it.
    */
   verifyNow?(secret: string, since?: number): VerifiedKey | null | Promise<VerifiedKey | null>;
