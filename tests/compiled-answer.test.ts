@@ -1,13 +1,11 @@
-// The short way through for compiled queries (lib/http/compiled-answer.ts): once a query is compiled it
-// skips graphql-http, and its answers must stay what graphql-http gives, byte for byte, errors included;
-// a result with errors is formatted by graphql-http without running the query again.
+// Compiled queries through the service (lib/graphql/prepared.ts, compiled.ts): once a query is compiled
+// its answers must stay what they were before, byte for byte, errors included, and a result with errors
+// is run again by graphql-js once, not more.
 import { afterEach, describe, expect, it } from "vitest";
-import { runCompiled } from "../lib/http/compiled-answer.ts";
-import { paramsFromBody } from "../lib/http/request.ts";
 import { createServiceHandler } from "../lib/http/handler.ts";
 import type { ServiceRequest, ServiceResponse } from "../lib/http/types.ts";
 import { COMPILE_AFTER } from "../lib/graphql/compiled.ts";
-import { createSchema } from "../lib/graphql/schema.ts";
+import { prepare } from "../lib/graphql/prepared.ts";
 import { createKeyStore, type KeyStore } from "../lib/store/key-store.ts";
 
 const handlers: { close(): Promise<void> }[] = [];
@@ -58,7 +56,7 @@ const QUERIES: Body[] = [
 ];
 
 describe("a compiled query", () => {
-  it("answers as graphql-http did before it was compiled: status, content type and bytes, in both media types", async () => {
+  it("answers as it did before it was compiled: status, content type and bytes, in both media types", async () => {
     for (const roles of [["ADMIN"], ["VIEWER"]]) {
       const { send } = await setup(roles);
       for (const query of QUERIES) {
@@ -70,31 +68,30 @@ describe("a compiled query", () => {
     }
   });
 
-  it("skips graphql-http once compiled, and only for a POSTed query in the parse cache", async () => {
-    const { store, key, handle, send } = await setup(["ADMIN"]);
-    const schema = createSchema();
-    const info = await store.verify(key);
-    const context = { key: info!, store };
-    const body = JSON.stringify({ query: "{ me { name } info { hostname } }" });
-    const params = paramsFromBody(body, "application/json");
-    expect(runCompiled(schema, params, context)).toBeUndefined(); // never seen
-    for (let i = 0; i < COMPILE_AFTER; i++) expect((await send(body)).status).toBe(200);
-    const run = runCompiled(schema, params, context);
-    expect(run).toBeDefined();
-    expect(run!.keyOnly).toBe(false);
-    // Parameters the handler cannot read take graphql-http's way, which says what is wrong.
-    const raw = (text: string, type: string) => {
+  it("is compiled on its COMPILE_AFTER-th run, POSTed or not; a mutation never is", async () => {
+    const { key, handle, send } = await setup(["ADMIN"]);
+    const query = "{ me { name } info { hostname } }";
+    const body = JSON.stringify({ query });
+    for (let i = 0; i < COMPILE_AFTER - 1; i++) expect((await send(body)).status).toBe(200);
+    expect(prepare(query).compiled).toBe(false);
+    expect((await send(body)).status).toBe(200);
+    expect(prepare(query).compiled).toBe(true);
+    expect(prepare(query).keyOnly).toBe(false);
+    const raw = (text: string, type: string, method = "POST", url = "/graphql") => {
       const headers: Record<string, string> = { authorization: `Bearer ${key}`, "content-type": type, accept: "application/json" };
-      return handle({ method: "POST", url: "/graphql", headers: { get: (name) => headers[name] ?? null }, body: () => text }) as Promise<ServiceResponse>;
+      return handle({ method, url, headers: { get: (name) => headers[name] ?? null }, body: () => text }) as Promise<ServiceResponse>;
     };
+    const get = "{ me { id } info { platform } }"; // not key-only: each run executes
+    for (let i = 0; i < COMPILE_AFTER; i++) expect((await raw("", "", "GET", `/graphql?query=${encodeURIComponent(get)}`)).status).toBe(200);
+    expect(prepare(get).compiled).toBe(true);
     expect((await raw(body, "text/plain")).status).toBe(415);
     expect((await raw("{ not json", "application/json")).status).toBe(400);
     const mutation = JSON.stringify({ query: 'mutation { apiKey { create(input: { name: "m", roles: [GUEST] }) { key } } }' });
     for (let i = 0; i < COMPILE_AFTER + 1; i++) await send(mutation.replace('"m"', `"m${i}"`));
-    expect(runCompiled(schema, paramsFromBody(mutation, "application/json"), context)).toBeUndefined();
+    expect(prepare('mutation { apiKey { create(input: { name: "m3", roles: [GUEST] }) { key } } }').compiled).toBe(false);
   });
 
-  it("with errors, runs once more at most: graphql-http formats the result it is handed", async () => {
+  it("with errors, runs once more at most: graphql-js's answer replaces the compiled one", async () => {
     // A GUEST given API_KEY:READ_ANY: apiKey reads the store, info is refused (INFO:READ_ANY).
     const { store, send } = await setup(["GUEST"], ["API_KEY:READ_ANY"]);
     let gets = 0;
@@ -106,8 +103,7 @@ describe("a compiled query", () => {
     expect(gets).toBe(1); // graphql-js alone, before the query is compiled
     const rounds = COMPILE_AFTER + 3;
     for (let i = 0; i < rounds; i++) expect(await send(query)).toEqual(first);
-    // Compiled, a result with errors is run again by graphql-js (compiled.ts): twice a request, not four
-    // times (graphql-http running it again through the same two).
+    // Compiled, a result with errors is run again by graphql-js (compiled.ts): twice a request, no more.
     expect(gets - 1).toBeLessThanOrEqual(2 * rounds);
   });
 });

@@ -8,7 +8,8 @@ import { runInNewContext } from "node:vm";
 import { createServiceHandler } from "../lib/http/handler.ts";
 import type { ServiceRequest, ServiceResponse } from "../lib/http/types.ts";
 import { COMPILE_AFTER } from "../lib/graphql/compiled.ts";
-import { DOCUMENT_LIMITS, documentCache } from "../lib/graphql/documents.ts";
+import { DOCUMENT_LIMITS } from "../lib/graphql/documents.ts";
+import { documentCache } from "../lib/graphql/prepared.ts";
 import { createKeyStore } from "../lib/store/key-store.ts";
 
 setFlagsFromString("--expose-gc");

@@ -19,7 +19,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { execute, type ExecutionArgs, type ExecutionResult } from "graphql";
-import { COMPILE_AFTER, compiledQueryOf, executeCompiled } from "../lib/graphql/compiled.ts";
+import { COMPILE_AFTER } from "../lib/graphql/compiled.ts";
+import { prepare } from "../lib/graphql/prepared.ts";
 import { createSchema, parseDocument, validateDocument } from "../lib/graphql/schema.ts";
 import { createErrorFormatter } from "../lib/http/responses.ts";
 import { createKeyStore } from "../lib/store/key-store.ts";
@@ -374,15 +375,15 @@ describe("compiled execution, fuzzed against graphql-js", () => {
           const expected = await answer(() => execute(args()));
           if (name === "guest" && expected.includes('"errors"')) covered.withErrors++;
           for (let run = 0; run < COMPILE_AFTER + 2; run++) {
-            const actual = await answer(() => executeCompiled(args()));
+            const actual = await answer(() => prepare(doc.query, doc.operationName).execute(doc.variables, { key, store }));
             if (actual !== expected) {
-              const compiled = compiledQueryOf(schema, document, doc.operationName) !== null;
+              const compiled = prepare(doc.query, doc.operationName).compiled;
               divergences.push({ doc, key: name, run, expected, actual, compiled });
               break;
             }
           }
         }
-        if (compiledQueryOf(schema, document, doc.operationName)) compiledDocs++;
+        if (prepare(doc.query, doc.operationName).compiled) compiledDocs++;
         if (/\$/.test(doc.query)) covered.withVariables++;
         if (/fragment /.test(doc.query)) covered.withFragments++;
         if (/query [^]*query /.test(doc.query)) covered.multiOperation++;

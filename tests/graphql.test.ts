@@ -4,6 +4,7 @@ import { ACTIONS, type Permission, RESOURCES, ROLES, type Role } from "../lib/co
 import { createKeyStore, type KeyStore } from "../lib/store/key-store.ts";
 import { createHandler } from "../lib/http/fetch.ts";
 import { dependsOnKeyOnly, DOCUMENT_LIMITS, FIELD_PERMISSIONS, parseDocument } from "../lib/graphql/schema.ts";
+import { prepare } from "../lib/graphql/prepared.ts";
 import { getOperationAST } from "graphql";
 
 let store: KeyStore;
@@ -278,9 +279,11 @@ describe("GraphQL documents", () => {
     expect(blowup.body.errors[0].message).toMatch(/too many fields/);
   });
 
-  it("caches parsed documents: the same query text gives the same document", () => {
-    expect(parseDocument("{ me { id } }")).toBe(parseDocument("{ me { id } }"));
-    expect(parseDocument("{ me { id } }")).not.toBe(parseDocument("{ me { name } }"));
+  it("prepares a query once: the same query text and operation name give the same prepared query", () => {
+    expect(prepare("{ me { id } }")).toBe(prepare("{ me { id } }"));
+    expect(prepare("{ me { id } }")).not.toBe(prepare("{ me { name } }"));
+    expect(prepare("query A { me { id } } query B { online }", "A")).not.toBe(prepare("query A { me { id } } query B { online }", "B"));
+    expect(prepare("query A { me { id } }", "C").errors?.[0].message).toBe("Unable to detect operation AST");
   });
 
   it("tells which queries depend on the caller's key alone (those may be answered from memory)", () => {

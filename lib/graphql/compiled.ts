@@ -1,46 +1,26 @@
 /**
- * Compiled execution: a cached, validated query document is compiled once with graphql-jit and its
- * compiled form runs it instead of graphql-js's `execute`. graphql-js stays the reference: whatever
- * graphql-jit does not compile, and every answer it gives with errors, goes to graphql-js, so that
- * answers are byte-identical to graphql-js's (tests/graphql-compiled.test.ts compares them).
+ * Compiled execution: a query's operation is compiled once with graphql-jit (by `prepared.ts`, on its
+ * COMPILE_AFTER-th run) and its compiled form runs it instead of graphql-js's `execute`. graphql-js stays
+ * the reference: whatever graphql-jit does not compile, and every answer it gives with errors, goes to
+ * graphql-js, so that answers are byte-identical to graphql-js's (tests/graphql-compiled.test.ts and the
+ * differential fuzzer, tests/graphql-jit-diff.test.ts, compare them).
  */
 import { BREAK, type DocumentNode, execute, type ExecutionArgs, type ExecutionResult, type GraphQLSchema, Kind, visit } from "graphql";
 import { type CompiledQuery, compileQuery, isCompiledQuery } from "graphql-jit";
-import { chargeCompiled, isRemembered, operationOf } from "./documents.ts";
+import { after, type MaybePromise } from "../core/maybe-promise.ts";
 
-/** A document is compiled on its this-many-th execution: one-off documents never pay for a compile. */
+/** An operation is compiled on its this-many-th execution: one-off documents never pay for a compile. */
 export const COMPILE_AFTER = 3;
 
-type Entry = { runs: number; compiled?: CompiledQuery | null };
-/** Per schema, per (parse-cached) document, per operation name asked for: bounded like the document cache. */
-const entries = new WeakMap<GraphQLSchema, WeakMap<DocumentNode, Map<string | undefined, Entry>>>();
-
-function compiledFor(args: ExecutionArgs): CompiledQuery | null {
-  const { schema, document } = args;
-  const operation = operationOf(document, args.operationName);
-  // Only queries of documents in the parse cache (mutations run once and stay with graphql-js).
-  if (!operation || operation.operation !== "query" || !isRemembered(document)) return null;
-  let bySchema = entries.get(schema);
-  if (!bySchema) entries.set(schema, bySchema = new WeakMap());
-  let byName = bySchema.get(document);
-  if (!byName) bySchema.set(document, byName = new Map());
-  // operationOf found the operation, so the name is one the document defines (or none): bounded.
-  const name = args.operationName ?? undefined;
-  let entry = byName.get(name);
-  if (!entry) byName.set(name, entry = { runs: 0 });
-  if (entry.compiled !== undefined) return entry.compiled;
-  if (++entry.runs < COMPILE_AFTER) return null;
-  if (!jitAnswersAlike(document)) return (entry.compiled = null);
-  let compiled: CompiledQuery | null = null;
+/** The compiled form of a (valid) query's operation, or null when graphql-jit declines or would answer differently. */
+export function compileOperation(schema: GraphQLSchema, document: DocumentNode, operationName: string | undefined): CompiledQuery | null {
+  if (!jitAnswersAlike(document)) return null;
   try {
-    const made = compileQuery(schema, document, name);
-    if (isCompiledQuery(made)) compiled = made;
-    if (compiled) chargeCompiled(document, operation);
+    const made = compileQuery(schema, document, operationName);
+    return isCompiledQuery(made) ? made : null;
   } catch {
-    // Anything graphql-jit cannot compile runs on graphql-js.
+    return null; // anything graphql-jit cannot compile runs on graphql-js
   }
-  entry.compiled = compiled;
-  return compiled;
 }
 
 /**
@@ -80,20 +60,12 @@ function jitAnswersAlike(document: DocumentNode): boolean {
 const JIT_PLACEHOLDER = "__MAGIC_";
 
 /**
- * Runs `args` compiled when it can, else with graphql-js's `execute`. A compiled run that ends with
- * any error is run again by graphql-js (only queries are compiled, and their resolvers only read),
- * so errors, their order, messages, paths and the nulls they leave are exactly graphql-js's:
- * graphql-jit's own differ (no `locations` on field errors, `data` before `errors`).
+ * Runs `args` with its compiled form. A compiled run that ends with any error is run again by graphql-js
+ * (only queries are compiled, and their resolvers only read), so errors, their order, messages, paths and
+ * the nulls they leave are exactly graphql-js's: graphql-jit's own differ (no `locations` on field
+ * errors, `data` before `errors`).
  */
-export function executeCompiled(args: ExecutionArgs): ExecutionResult | Promise<ExecutionResult> {
-  const compiled = compiledFor(args);
-  if (!compiled) return execute(args);
-  const result = compiled.query(args.rootValue, args.contextValue, args.variableValues);
-  if (result instanceof Promise) return result.then((settled) => (settled.errors ? execute(args) : settled));
-  return result.errors ? execute(args) : result;
-}
-
-/** The compiled form of a document's operation, once made (null before, or when graphql-jit declined). */
-export function compiledQueryOf(schema: GraphQLSchema, document: DocumentNode, operationName?: string): CompiledQuery | null {
-  return entries.get(schema)?.get(document)?.get(operationName)?.compiled ?? null;
+export function runCompiled(compiled: CompiledQuery, args: ExecutionArgs): MaybePromise<ExecutionResult> {
+  const result = compiled.query(args.rootValue, args.contextValue, args.variableValues) as MaybePromise<ExecutionResult>;
+  return after(result, (settled) => (settled.errors ? execute(args) : settled));
 }

@@ -1,6 +1,6 @@
 /**
- * Parsing and validation of GraphQL documents: cached, and bounded so one request cannot cost much.
- * The caps on lists and variables are in `limits.ts`.
+ * Parsing and validation of GraphQL documents, bounded so one request cannot cost much. The caps on
+ * lists and variables are in `limits.ts`; the one cache of what is derived from a query is `prepared.ts`.
  */
 import {
   type ASTNode,
@@ -13,11 +13,8 @@ import {
   type SelectionSetNode,
   specifiedRules,
   validate as graphqlValidate,
-  type ValidationRule,
 } from "graphql";
-import { createWeightedLru } from "../core/_lru.ts";
 import { listLiteralErrors } from "./limits.ts";
-export { operationOf } from "./operations.ts";
 
 /** Limits on one GraphQL document. */
 export const DOCUMENT_LIMITS = {
@@ -34,44 +31,20 @@ export const DOCUMENT_LIMITS = {
   cacheMaxQueryLength: 16_384,
   /**
    * Estimated heap the remembered documents may hold, with what is derived from them (their compiled
-   * operations, `compiled.ts`): a parsed document keeps every token (about 400 bytes each) and a compiled
+   * operations, `prepared.ts`): a parsed document keeps every token (about 400 bytes each) and a compiled
    * operation its generated code (about 12 KB plus 320 bytes a token), so count alone let 500 documents of
    * 240 compiled operations each hold about 1 GB.
    */
   cacheBytes: 32 * 1024 * 1024,
 };
 
-/** Estimated heap of a parsed document and of one compiled operation, by their tokens (see `cacheBytes`). */
-const BYTES = { perParsedToken: 400, perCompiled: 12_000, perCompiledToken: 320 };
-
-/** Tokens between a node's first and last, both included (a parsed node keeps its location). */
-function tokensOf(node: ASTNode): number {
-  let count = 0;
-  const end = node.loc?.endToken;
-  for (let token = node.loc?.startToken ?? null; token; token = token.next) {
-    count++;
-    if (token === end) break;
-  }
-  return count;
-}
-
-const parsed = createWeightedLru<string, DocumentNode>(
-  () => ({ entries: DOCUMENT_LIMITS.cacheSize, weight: DOCUMENT_LIMITS.cacheBytes }),
-  (query, document) => remembered.delete(document),
-);
-/** Results of validation with the specified rules only: see {@link validateDocument}. */
-const validations = new WeakMap<GraphQLSchema, WeakMap<DocumentNode, readonly GraphQLError[]>>();
-
 /**
- * `graphql`'s parse with a token limit and an LRU cache of parsed documents. Syntax errors carry
+ * `graphql`'s parse with a token limit. Syntax errors carry
  * `extensions.code = "GRAPHQL_PARSE_FAILED"`.
  */
 export function parseDocument(query: string): DocumentNode {
-  const cached = parsed.get(query);
-  if (cached) return cached;
-  let document: DocumentNode;
   try {
-    document = graphqlParse(query, { maxTokens: DOCUMENT_LIMITS.maxTokens, noLocation: false });
+    return graphqlParse(query, { maxTokens: DOCUMENT_LIMITS.maxTokens, noLocation: false });
   } catch (error) {
     if (!(error instanceof GraphQLError)) throw error;
     throw new GraphQLError(error.message, {
@@ -80,41 +53,17 @@ export function parseDocument(query: string): DocumentNode {
       extensions: { code: "GRAPHQL_PARSE_FAILED" },
     });
   }
-  if (query.length <= DOCUMENT_LIMITS.cacheMaxQueryLength) {
-    remembered.set(document, query);
-    parsed.set(query, document, tokensOf(document) * BYTES.perParsedToken + 2 * query.length);
+}
+
+/** Tokens between a node's first and last, both included (a parsed node keeps its location). */
+export function tokensOf(node: ASTNode): number {
+  let count = 0;
+  const end = node.loc?.endToken;
+  for (let token = node.loc?.startToken ?? null; token; token = token.next) {
+    count++;
+    if (token === end) break;
   }
-  return document;
-}
-
-/** The parse cache's document for `query`, or undefined (nothing is parsed). */
-export function cachedDocument(query: string): DocumentNode | undefined {
-  return parsed.get(query);
-}
-
-/** The documents held by the parse cache, with their query text (its key). */
-const remembered = new WeakMap<DocumentNode, string>();
-
-/** True for a document the parse cache holds: worth deriving more from once (see `compiled.ts`). */
-export function isRemembered(document: DocumentNode): boolean {
-  return remembered.has(document);
-}
-
-/**
- * Counts a compiled operation (and the fragments it may use) towards its document's weight in the parse
- * cache, which may evict it, or older documents, to stay within `cacheBytes`.
- */
-export function chargeCompiled(document: DocumentNode, operation: ASTNode): void {
-  const query = remembered.get(document);
-  if (query === undefined) return;
-  let tokens = tokensOf(operation);
-  for (const definition of document.definitions) if (definition.kind === Kind.FRAGMENT_DEFINITION) tokens += tokensOf(definition);
-  parsed.addWeight(query, BYTES.perCompiled + tokens * BYTES.perCompiledToken);
-}
-
-/** The parse cache's documents and their estimated weight in bytes (at most `DOCUMENT_LIMITS.cacheBytes`). */
-export function documentCache(): { documents: number; bytes: number } {
-  return { documents: parsed.size, bytes: parsed.weight };
+  return count;
 }
 
 /** A document's fragment definitions by name. */
@@ -154,48 +103,12 @@ function measure(document: DocumentNode): { depth: number; aliases: number; fiel
   return totals;
 }
 
-// A plain copy: reading a frozen array item by item (as `specifiedRules` is) is several times slower.
-const SPECIFIED: readonly ValidationRule[] = [...specifiedRules];
-
 /**
- * True for the rules `graphql` validates with by default. graphql-http passes a fresh copy of them
- * on every request, so they are compared item by item, not by identity.
+ * `graphql`'s validate with its specified rules, plus limits on depth, aliases, fields and list literals.
+ * Errors carry `extensions.code = "GRAPHQL_VALIDATION_FAILED"`. Not cached here: see `prepared.ts`.
  */
-function specifiedOnly(rules: readonly ValidationRule[] | undefined): boolean {
-  if (rules === undefined || rules === specifiedRules) return true;
-  if (rules.length !== SPECIFIED.length) return false;
-  for (let i = 0; i < rules.length; i++) if (rules[i] !== SPECIFIED[i]) return false;
-  return true;
-}
-
-/**
- * `graphql`'s validate with `rules` (default: the specified rules), plus limits on depth, aliases
- * and fields. Errors carry `extensions.code = "GRAPHQL_VALIDATION_FAILED"`. With the specified
- * rules the result is remembered per schema and document (documents come from the parse cache, so
- * a repeated query is validated once); with any other rules it is computed every time, as a cache
- * keyed by rule sets would grow with callers that build their rules per request.
- */
-export function validateDocument(
-  schema: GraphQLSchema,
-  document: DocumentNode,
-  rules?: readonly ValidationRule[],
-): readonly GraphQLError[] {
-  if (!specifiedOnly(rules)) return validateUncached(schema, document, rules);
-  let validated = validations.get(schema);
-  if (!validated) validations.set(schema, validated = new WeakMap());
-  const cached = validated.get(document);
-  if (cached) return cached;
-  const errors = validateUncached(schema, document, specifiedRules);
-  validated.set(document, errors);
-  return errors;
-}
-
-function validateUncached(
-  schema: GraphQLSchema,
-  document: DocumentNode,
-  rules: readonly ValidationRule[] | undefined,
-): readonly GraphQLError[] {
-  let errors = graphqlValidate(schema, document, rules, { maxErrors: 20 });
+export function validateDocument(schema: GraphQLSchema, document: DocumentNode): readonly GraphQLError[] {
+  let errors = graphqlValidate(schema, document, specifiedRules, { maxErrors: 20 });
   if (errors.length === 0) {
     const { depth, aliases, fields } = measure(document);
     const limits = DOCUMENT_LIMITS;

@@ -21,15 +21,6 @@ const KEY_ONLY_FIELDS = new Set([
  * verification stands. Nested fields are plain properties of what those fields return.
  */
 export function dependsOnKeyOnly(document: DocumentNode, operation: OperationDefinitionNode): boolean {
-  // Derived from the document alone: remembered per operation node (cached documents are reused).
-  let verdict = verdicts.get(operation);
-  if (verdict === undefined) verdicts.set(operation, verdict = computeKeyOnly(document, operation));
-  return verdict;
-}
-
-const verdicts = new WeakMap<OperationDefinitionNode, boolean>();
-
-function computeKeyOnly(document: DocumentNode, operation: OperationDefinitionNode): boolean {
   if (operation.operation !== "query") return false;
   const fragments = fragmentsOf(document);
   // Validation has already refused fragment cycles and unknown fragments.

@@ -7,8 +7,7 @@
  * With these, the largest request allowed costs a few milliseconds.
  */
 import { ServiceError } from "../core/errors.ts";
-import { type DocumentNode, type ExecutionArgs, GraphQLError, Kind, visit } from "graphql";
-import { operationOf } from "./operations.ts";
+import { type DocumentNode, GraphQLError, Kind, type OperationDefinitionNode, visit } from "graphql";
 
 export const INPUT_LIMITS = {
   /** Items in one list: far above any real input (4 roles, 29 resources, 8 actions). */
@@ -27,16 +26,14 @@ class InputLimitError extends GraphQLError {
 }
 
 /**
- * The variables of `args` that its operation declares, checked with {@link checkVariables}: the
- * error to answer with instead of executing, if any. Undeclared variables are ignored, as GraphQL
- * says; they cost only their share of the (1 MiB) body.
+ * The variables `operation` declares, checked with {@link checkVariables}: the error to answer with
+ * instead of executing, if any. Undeclared variables are ignored, as GraphQL says; they cost only their
+ * share of the (1 MiB) body.
  */
-export function variableLimitError(args: ExecutionArgs): GraphQLError | undefined {
-  const variables = args.variableValues;
+export function variableLimitError(operation: OperationDefinitionNode, variables: Record<string, unknown> | undefined): GraphQLError | undefined {
   if (!variables) return;
-  const operation = operationOf(args.document, args.operationName);
   const declared: Record<string, unknown> = {};
-  for (const definition of operation?.variableDefinitions ?? []) {
+  for (const definition of operation.variableDefinitions ?? []) {
     const name = definition.variable.name.value;
     if (Object.hasOwn(variables, name)) declared[name] = variables[name];
   }

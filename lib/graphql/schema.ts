@@ -13,7 +13,7 @@ import { API_KEY_USAGE_FIELDS, USAGE_SDL } from "./usage.ts";
 import { cursorOf } from "../core/paging.ts";
 
 export { FIELD_PERMISSIONS, type GraphQLContext } from "./fields.ts";
-export { cachedDocument, DOCUMENT_LIMITS, operationOf, parseDocument, validateDocument } from "./documents.ts";
+export { DOCUMENT_LIMITS, parseDocument, validateDocument } from "./documents.ts";
 export { dependsOnKeyOnly } from "./key-only.ts";
 
 const SDL = /* GraphQL */ `

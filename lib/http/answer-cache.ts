@@ -1,16 +1,17 @@
 /**
  * Remembered answers to queries that depend on the caller's key alone (`me`, the role and permission
- * tables, `online`, introspection: see `dependsOnKeyOnly`). They sit in front of graphql-http: a hit
- * skips it entirely, a miss runs it. An answer is filed under the key's validity token (see
- * `KeyStore.verify`) and everything of the request that shapes the answer (method, URL, Accept,
- * Content-Type, body), so it is reused exactly while that verification stands: a new token (any
- * revocation or update anywhere, or the verification's expiry) files new answers, and the old ones
- * age out of the LRU. Fields that read the store (`apiKeys` and its `lastUsedAt`, `auditLog`) are never
- * key-only, so their answers are never remembered: a last use, which changes no verification and so no
- * token, shows on the next request. An expired key is refused before this cache is asked.
+ * tables, `online`, introspection: see `dependsOnKeyOnly`). A hit skips the GraphQL route entirely, a
+ * miss runs it. An answer is filed under the key's validity token (see `KeyStore.verify`) and everything
+ * of the request that shapes the answer (method, URL, Accept, Content-Type, body), so it is reused
+ * exactly while that verification stands: a new token (any revocation or update anywhere, or the
+ * verification's expiry) files new answers, and the old ones age out of the LRU. Fields that read the
+ * store (`apiKeys` and its `lastUsedAt`, `auditLog`) are never key-only, so their answers are never
+ * remembered: a last use, which changes no verification and so no token, shows on the next request. An
+ * expired key is refused before this cache is asked.
  */
 import { createLru } from "../core/_lru.ts";
-import type { ServiceRequest, ServiceResponse } from "./types.ts";
+import { after, type MaybePromise } from "../core/maybe-promise.ts";
+import type { RememberedResponse, ServiceRequest, ServiceResponse } from "./types.ts";
 
 /** At most this many answers, each to a request (URL + body) and of a body at most this long. */
 export const ANSWER_CACHE_LIMITS = { entries: 1000, maxRequestLength: 2048, maxResponseLength: 8192 };
@@ -25,15 +26,15 @@ export interface Computed {
 export interface AnswerCache {
   /**
    * The answer remembered for this request under this validity token, or else `compute()`'s,
-   * remembered when it is a 200 that depends on the key alone and is small enough. A remembered answer
-   * is returned as is, and a computed one without a promise when `compute` gave none.
+   * remembered (and returned as remembered) when it is a 200 that depends on the key alone and is small
+   * enough. Without a promise when `compute` gave none.
    */
-  answer(validity: string, request: ServiceRequest, body: string, compute: () => Computed | Promise<Computed>): ServiceResponse | Promise<ServiceResponse>;
+  answer(validity: string, request: ServiceRequest, body: string, compute: () => MaybePromise<Computed>): MaybePromise<ServiceResponse | RememberedResponse>;
 }
 
 /** @example const answers = createAnswerCache(); await answers.answer(key.validity, request, body, run); */
 export function createAnswerCache(limits = ANSWER_CACHE_LIMITS): AnswerCache {
-  const answers = createLru<string, ServiceResponse>(limits.entries);
+  const answers = createLru<string, RememberedResponse>(limits.entries);
   return {
     answer(validity, request, body, compute) {
       const small = request.url.length + body.length <= limits.maxRequestLength;
@@ -43,16 +44,12 @@ export function createAnswerCache(limits = ANSWER_CACHE_LIMITS): AnswerCache {
         : undefined;
       const hit = slot === undefined ? undefined : answers.get(slot);
       if (hit) return hit;
-      const keep = ({ response, keyOnly }: Computed) => {
-        if (slot !== undefined && keyOnly && response.status === 200 && (response.body?.length ?? 0) <= limits.maxResponseLength) {
-          Object.freeze(response.headers);
-          answers.set(slot, Object.freeze(response));
-        }
-        return response;
-      };
-      // A compiled query that waited on nothing comes back without a promise (compiled-answer.ts).
-      const computed = compute();
-      return computed instanceof Promise ? computed.then(keep) : keep(computed);
+      return after(compute(), ({ response, keyOnly }) => {
+        if (slot === undefined || !keyOnly || response.status !== 200 || (response.body?.length ?? 0) > limits.maxResponseLength) return response;
+        const remembered: RememberedResponse = Object.freeze({ ...response, headers: Object.freeze({ ...response.headers }), remembered: true });
+        answers.set(slot, remembered);
+        return remembered;
+      });
     },
   };
 }

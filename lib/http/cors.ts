@@ -72,7 +72,8 @@ export function createCors(origins: readonly string[] | string | undefined): Cor
       };
     },
     decorate: (request, response) => ({
-      ...response,
+      status: response.status,
+      body: response.body,
       headers: { ...response.headers, vary: response.headers.vary ? `Origin, ${response.headers.vary}` : "Origin", ...allow(request) },
     }),
   };

@@ -1,6 +1,6 @@
 /**
  * Content negotiation for /graphql: which of the two GraphQL media types a request's `Accept` header
- * prefers, by q-value (graphql-http takes the first one listed, whatever its weight). Errors the service
+ * prefers, by q-value (RFC 9110: the first one listed need not be the one preferred). Errors the service
  * writes itself (401, 405, 413, …) go out in the same type, so that clients which trust a 4xx body only
  * as `application/graphql-response+json` (Apollo Client) show its message.
  */

@@ -4,11 +4,12 @@
  * response is written with one `end()`. No fetch `Request`/`Response` is built: on Node those cost
  * more per request than verifying the key and running a small query together.
  */
-import { createServer, type IncomingMessage, type Server } from "node:http";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import { ServiceError } from "../core/errors.ts";
-import { ClientGone } from "../graphql/limits.ts";
-import type { ServiceHandler, ServiceRequest, ServiceResponse } from "./types.ts";
+import { capConnections, readBody, type Uploads } from "./node-io.ts";
+import { after } from "../core/maybe-promise.ts";
+import { isRemembered, type ServiceHandler, type ServiceRequest, type ServiceResponse } from "./types.ts";
 
 export interface NodeListenOptions {
   host: string;
@@ -22,87 +23,6 @@ export interface NodeListenOptions {
   maxConnections: number;
   /** Told about failures to accept a connection (EMFILE), at most once a minute. */
   onAcceptError: (error: Error) => void;
-}
-
-/** A request body arriving slower than this (after the first second) does not keep its socket from being replaced. */
-const MIN_BODY_BYTES_PER_SECOND = 16 * 1024;
-
-/** Bodies being read: since when (ms) and how many bytes so far. */
-type Uploads = WeakMap<Socket, { since: number; bytes: number }>;
-
-/** True while a body read is behind the minimum rate: the client, not the server, is holding the socket. */
-function trickling(upload: { since: number; bytes: number } | undefined): boolean {
-  if (!upload) return false;
-  const elapsed = performance.now() - upload.since;
-  return elapsed > 1_000 && upload.bytes < (MIN_BODY_BYTES_PER_SECOND * elapsed) / 1_000;
-}
-
-/**
- * Caps open connections. At the cap, a new connection evicts the oldest one with no request in flight
- * (silent, trickling its headers, or idle between requests) or whose request body trickles in below
- * MIN_BODY_BYTES_PER_SECOND, rather than being refused, so sockets held open by one client (even one
- * holding a key) cannot lock out everyone else; when every connection is busy the new one is closed.
- */
-function capConnections(server: Server, max: number, busy: WeakSet<Socket>, uploads: Uploads): void {
-  const open = new Set<Socket>(); // insertion order: oldest first
-  server.on("connection", (socket: Socket) => {
-    if (open.size >= max) {
-      let victim: Socket | undefined;
-      for (const s of open) {
-        if (!busy.has(s) || trickling(uploads.get(s))) (victim = s);
-        if (victim) break; // the oldest idle one
-      }
-      if (!victim) return void socket.destroy();
-      open.delete(victim);
-      victim.destroy();
-    }
-    open.add(socket);
-    socket.once("close", () => open.delete(socket));
-  });
-}
-
-/**
- * Reads the whole body as text, or null as soon as it grows past `limit` (the rest is drained, up to a bound).
- * Its progress goes to `uploads`, so a body sent at a trickle (by anyone holding a key, even GUEST) is as
- * replaceable at the cap as trickled headers, while a steady upload is not.
- */
-function readBody(req: IncomingMessage, limit: number, uploads: Uploads): string | null | Promise<string | null> {
-  // The adapter runs the handler once the parser is done with the packet that ended the headers (see
-  // listenNode): a small body is usually buffered whole by then. Take it at once instead of switching
-  // the stream to flowing.
-  if (req.complete && req.readableFlowing === null) return whole(req, limit);
-  return streamBody(req, limit, uploads);
-}
-
-/** A body the parser has whole, without a stream in flowing mode. */
-function whole(req: IncomingMessage, limit: number): string | null {
-  const data = req.read() as Buffer | null;
-  if (data === null) return "";
-  return data.length > limit ? null : data.toString("utf8");
-}
-
-function streamBody(req: IncomingMessage, limit: number, uploads: Uploads): Promise<string | null> {
-  const socket = req.socket;
-  const upload = { since: performance.now(), bytes: 0 };
-  uploads.set(socket, upload);
-  return new Promise<string | null>((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let over = false;
-    req.on("data", (chunk: Buffer) => {
-      size += chunk.length;
-      upload.bytes = size;
-      if (!over && size <= limit) return void chunks.push(chunk);
-      if (!over) (over = true), (chunks.length = 0), resolve(null);
-      // Keep reading (so the client sees our 413, not a reset) but stop at 16x the limit.
-      if (size > limit * 16) req.destroy();
-    });
-    req.on("end", () => resolve(over ? null : Buffer.concat(chunks).toString("utf8")));
-    // Aborted or cut off by the request timeout: the client's doing, not a failure worth a log line.
-    const gone = () => reject(new ClientGone("The request body did not arrive"));
-    req.on("error", gone);
-    req.on("close", () => req.complete || gone());
-  }).finally(() => uploads.delete(socket));
 }
 
 /**
@@ -169,12 +89,62 @@ function head(response: ServiceResponse<string | Uint8Array<ArrayBuffer>>, closi
   const headers: Record<string, string | number> = Object.assign({}, response.headers);
   if (closing) headers.connection = "close";
   headers["content-length"] = response.body === null ? 0 : Buffer.byteLength(response.body);
-  // A remembered answer (frozen by the answer cache, served again as the same object) keeps its head.
-  if (!closing && Object.isFrozen(response)) heads.set(response, headers);
+  // A remembered answer (served again as the same object) keeps its head.
+  if (!closing && isRemembered(response)) heads.set(response, headers);
   return headers;
 }
 /** The head of each remembered answer, made on its first write: see `head`. */
 const heads = new WeakMap<ServiceResponse<string | Uint8Array<ArrayBuffer>>, Record<string, string | number>>();
+
+/** What the listener shares with the server: the sockets busy with a request, the bodies being read, whether it is closing. */
+interface ListenerState {
+  busy: WeakSet<Socket>;
+  uploads: Uploads;
+  closing: () => boolean;
+}
+
+/** The `request` listener: runs the handler on each request and writes its answer with one `end()`. */
+function listener(handle: ServiceHandler, options: NodeListenOptions, state: ListenerState) {
+  return (req: IncomingMessage, res: ServerResponse) => {
+    const receivedAt = performance.now(); // Node parsed the head: the client has sent it
+    const socket = req.socket;
+    state.busy.add(socket);
+    const write = (response: ServiceResponse<string | Uint8Array<ArrayBuffer>>) => {
+      try {
+        res.writeHead(response.status, state.closing() ? head(response, true) : heads.get(response) ?? head(response, false));
+        res.end(response.body ?? undefined);
+        // A body the handler never read (unauthenticated, too large): drain it so the socket stays sane.
+        if (!req.complete) req.resume();
+      } catch {
+        broken();
+      }
+      state.busy.delete(socket);
+    };
+    // The handler answers every failure itself; this is for a broken connection.
+    const broken = () => {
+      if (!res.headersSent) res.writeHead(400, { "content-type": "application/json; charset=utf-8", connection: "close" });
+      res.end(JSON.stringify({ errors: [{ message: "Bad request", extensions: { code: "BAD_REQUEST" } }] }));
+      state.busy.delete(socket);
+    };
+    const run = () => {
+      let response;
+      try {
+        response = handle(new NodeServiceRequest(req, options.maxBodyBytes, state.uploads, receivedAt));
+      } catch {
+        return broken();
+      }
+      // A remembered answer comes back at once: written in this turn, with no promise in between.
+      after(response, write, broken);
+    };
+    // Node calls this at the end of the headers, before its parser has gone through the rest of the
+    // packet, and runs microtasks before it does: a body sent with the headers is not read yet. After
+    // this turn's I/O (setImmediate) it is, so the handler takes it whole instead of streaming it
+    // (listeners, flowing mode, a promise). Requests without a body run at once.
+    const length = req.headers["content-length"];
+    if (req.complete || length === undefined || length === "0" || Number(length) > options.maxBodyBytes) run();
+    else setImmediate(run);
+  };
+}
 
 export function listenNode(
   handle: ServiceHandler,
@@ -192,46 +162,7 @@ export function listenNode(
     requestTimeout: options.requestTimeoutMs,
     keepAliveTimeout: options.keepAliveTimeoutMs,
     connectionsCheckingInterval: Math.max(50, Math.min(1000, options.headersTimeoutMs / 4)),
-  }, (req, res) => {
-    const receivedAt = performance.now(); // Node parsed the head: the client has sent it
-    const socket = req.socket;
-    busy.add(socket);
-    const write = (response: ServiceResponse<string | Uint8Array<ArrayBuffer>>) => {
-      try {
-        res.writeHead(response.status, closing ? head(response, true) : heads.get(response) ?? head(response, false));
-        res.end(response.body ?? undefined);
-        // A body the handler never read (unauthenticated, too large): drain it so the socket stays sane.
-        if (!req.complete) req.resume();
-      } catch {
-        broken();
-      }
-      busy.delete(socket);
-    };
-    // The handler answers every failure itself; this is for a broken connection.
-    const broken = () => {
-      if (!res.headersSent) res.writeHead(400, { "content-type": "application/json; charset=utf-8", connection: "close" });
-      res.end(JSON.stringify({ errors: [{ message: "Bad request", extensions: { code: "BAD_REQUEST" } }] }));
-      busy.delete(socket);
-    };
-    const run = () => {
-      let response;
-      try {
-        response = handle(new NodeServiceRequest(req, options.maxBodyBytes, uploads, receivedAt));
-      } catch {
-        return broken();
-      }
-      // A remembered answer comes back at once: written in this turn, with no promise in between.
-      if (response instanceof Promise) response.then(write, broken);
-      else write(response);
-    };
-    // Node calls this at the end of the headers, before its parser has gone through the rest of the
-    // packet, and runs microtasks before it does: a body sent with the headers is not read yet. After
-    // this turn's I/O (setImmediate) it is, so the handler takes it whole instead of streaming it
-    // (listeners, flowing mode, a promise). Requests without a body run at once.
-    const length = req.headers["content-length"];
-    if (req.complete || length === undefined || length === "0" || Number(length) > options.maxBodyBytes) run();
-    else setImmediate(run);
-  });
+  }, listener(handle, options, { busy, uploads, closing: () => closing }));
 
   server.keepAliveTimeout = options.keepAliveTimeoutMs; // not a createServer option on every Node version
   // A socket with no traffic at all for twice the request timeout (a client that stopped reading our

@@ -1,7 +1,6 @@
 /**
- * The routes for operators: `/readyz` (the store answers within a bounded time) and `/metrics` (the
- * Prometheus exposition, for allowed addresses or a key holding INFO:READ_ANY). `/healthz` (the
- * process is up) stays in `handler.ts`.
+ * The routes for operators: `/healthz` (the process is up), `/readyz` (the store answers within a bounded
+ * time) and `/metrics` (the Prometheus exposition, for allowed addresses or a key holding INFO:READ_ANY).
  */
 import { can } from "../core/policy.ts";
 import { isWellFormedSecret } from "../core/secret.ts";
@@ -22,6 +21,14 @@ const onlyGet = (request: ServiceRequest, path: string): ServiceResponse | null 
  * `/readyz`: 200 when a cheap store read (is there any key?) succeeds within READY_TIMEOUT_MS, else
  * 503. Concurrent probes share one read, so a flood of probes is one read at a time.
  */
+/** `/healthz`: 200 `{"status":"ok"}` while the process answers at all. */
+export const healthz = (request: ServiceRequest): ServiceResponse =>
+  onlyGet(request, "/healthz") ?? {
+    status: 200,
+    headers: { "content-type": JSON_TYPE },
+    body: request.method === "HEAD" ? null : JSON.stringify({ status: "ok" }),
+  };
+
 export function readiness(store: KeyStore, timeoutMs = READY_TIMEOUT_MS) {
   let pending: Promise<string | null> | undefined;
   const probe = () =>

@@ -52,6 +52,18 @@ export const mutationOverGet = (): ServiceResponse =>
 /** 500, saying nothing of the cause (that goes to `onError`). */
 export const internal = (): ServiceResponse => errorResponse(500, "INTERNAL", "Internal server error");
 
+/**
+ * On every /graphql answer: it is the caller's (a key list, an error about their key), so no cache may
+ * keep it, and one that does anyway must tell callers apart by their credential. A shared cache that does
+ * not take `x-api-key` for one (Varnish's defaults) would otherwise serve one key's answer to others.
+ */
+export const PRIVATE_HEADERS = { "cache-control": "no-store", vary: "Authorization, x-api-key" } as const;
+/** `response` with PRIVATE_HEADERS (itself when it has them: the GraphQL route, `route.ts`, writes them in). */
+export const privately = <R extends ServiceResponse>(response: R): R | ServiceResponse =>
+  response.headers["cache-control"] === PRIVATE_HEADERS["cache-control"]
+    ? response
+    : { status: response.status, headers: Object.assign({}, response.headers, PRIVATE_HEADERS), body: response.body };
+
 /** `response` as `mediaType` when it is one the service wrote as JSON (a copy: answers may be cached). */
 export function inMediaType(response: ServiceResponse, mediaType: string): ServiceResponse {
   const type = response.headers["content-type"];

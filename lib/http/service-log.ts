@@ -67,13 +67,8 @@ const REASONS: Record<AuthFailure, string> = {
   disabled: "disabled API key",
 };
 
-/** @example const log = createServiceLog(); log.request({ method: "GET", path: "/healthz", status: 200, ms: 0.3, operation: "none" }); */
-export function createServiceLog(options: ServiceLogOptions = {}): ServiceLog {
-  const env = options.env ?? process.env;
-  const rank = RANK[resolveLogLevel(env.LOG_LEVEL).level];
-  const json = isJsonFormat(env);
-  const write = options.write ?? ((text: string) => void process.stderr.write(text));
-  const every = options.authWarnEveryMs ?? 10_000;
+/** Lines gathered in one buffer and written together, at FLUSH_BYTES or after FLUSH_MS. */
+function batchedLines(write: (text: string) => void) {
   const batch = Buffer.allocUnsafeSlow(BATCH_ROOM); // decoded at the flush, so it is reused
   let used = 0;
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -102,6 +97,17 @@ export function createServiceLog(options: ServiceLogOptions = {}): ServiceLog {
     pending.add(flush);
     if (!exitHook && typeof process !== "undefined") (exitHook = true), process.on("exit", flushAllOnExit);
   };
+  return { emit, flush };
+}
+
+/** @example const log = createServiceLog(); log.request({ method: "GET", path: "/healthz", status: 200, ms: 0.3, operation: "none" }); */
+export function createServiceLog(options: ServiceLogOptions = {}): ServiceLog {
+  const env = options.env ?? process.env;
+  const rank = RANK[resolveLogLevel(env.LOG_LEVEL).level];
+  const json = isJsonFormat(env);
+  const write = options.write ?? ((text: string) => void process.stderr.write(text));
+  const every = options.authWarnEveryMs ?? 10_000;
+  const { emit, flush } = batchedLines(write);
   // The quoted " key=… name=…" of a key, built once per key object (`verify` hands back the same object
   // while it remembers the key, and a new one after any change to it).
   const keyText = new WeakMap<object, string>();

@@ -123,6 +123,17 @@ export interface ServiceResponse<Body extends string | Uint8Array<ArrayBuffer> =
   body: Body | null;
 }
 
+/**
+ * An answer the answer cache keeps (`answer-cache.ts`): served again as this same object, frozen, so an
+ * adapter may keep what it derives from it (node.ts keeps its head). Copies never carry the mark.
+ */
+export interface RememberedResponse extends Readonly<ServiceResponse> {
+  readonly remembered: true;
+}
+
+/** True for an answer of the answer cache. */
+export const isRemembered = (response: object): response is RememberedResponse => (response as Partial<RememberedResponse>).remembered === true;
+
 /** The runtime-neutral core of the service. */
 /** Answers without a promise when nothing on the way had to wait (a remembered answer on the fs store). */
 export type ServiceHandler = ((request: ServiceRequest) => ServiceResponse<string | Uint8Array<ArrayBuffer>> | Promise<ServiceResponse<string | Uint8Array<ArrayBuffer>>>) & {

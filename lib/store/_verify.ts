@@ -20,30 +20,11 @@ interface Remembered {
 }
 
 /**
- * `verify` without the promise when it needs none: the verifier's `verify` carries it under this symbol.
- * It answers synchronously (a value, not a promise) exactly when the store's revision read is synchronous
- * (the fs store) and the secret's verification is remembered under that revision; otherwise it returns
- * what `verify` would. Same checks, same order: the revision is read on every call. Its caller checks
- * the secret's form first (`isWellFormedSecret`): this one does not check it again. Stores that wrap
- * `verify` (tests) lose it, and callers fall back to `verify`.
- */
-// A registered symbol, not a fresh one: the built CLI opens the store in its start-up bundle and serves
-// from a lazily loaded one, each with its own copy of this module; `Symbol()` made two different keys, and
-// the service silently fell back to `verify` (a promise and a revision read on every request).
-export const VERIFY_NOW: unique symbol = Symbol.for("service-api-keys: verify, synchronously when remembered, v1");
-
-/**
- * `since`: when (`performance.now()`) the request asking had arrived whole enough to be read, i.e. after
- * its sender sent it. A revision read that began later than that is as fresh as one made now for this
- * request: any revocation finished before the request was sent is in it. See `createVerifier`.
+ * `KeyStore.verifyNow`. `since`: when (`performance.now()`) the request asking had arrived whole enough to
+ * be read, i.e. after its sender sent it. A revision read that began later than that is as fresh as one
+ * made now for this request: any revocation finished before the request was sent is in it.
  */
 export type VerifyNow = (secret: string, since?: number) => VerifiedKey | null | Promise<VerifiedKey | null>;
-
-/** The synchronous-when-remembered check of a store's `verify`, or `verify` itself when it has none. */
-export function verifyNowOf(store: { verify(secret: string): Promise<VerifiedKey | null> }): VerifyNow {
-  const own = (store.verify as { [VERIFY_NOW]?: VerifyNow })[VERIFY_NOW];
-  return own ?? ((secret) => store.verify(secret));
-}
 
 export function createVerifier(options: {
   entries: Entries;
@@ -159,7 +140,9 @@ export function createVerifier(options: {
   const verifyNow: VerifyNow = (secret) => (isWellFormedSecret(secret) ? verifyFormed(secret) : null);
 
   return {
-    verify: Object.assign(async (secret: string): Promise<VerifiedKey | null> => await verifyNow(secret), { [VERIFY_NOW]: verifyFormed }),
+    verify: async (secret: string): Promise<VerifiedKey | null> => await verifyNow(secret),
+    // A malformed secret matches no hash: the form is the caller's check (the service's, for its message).
+    verifyNow: verifyFormed,
 
     refusal: async (secret: string, options?: RefusalOptions): Promise<Refusal> => (await explain(secret, options)).why,
     explain,

@@ -158,7 +158,7 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
     }
   };
 
-  const { verify, refusal, explain } = createVerifier({
+  const { verify, verifyNow, refusal, explain } = createVerifier({
     entries,
     readRevision,
     cacheSize: options.verifyCacheSize ?? 10_000,
@@ -292,5 +292,7 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
     },
   };
 
+  // Not enumerable: a wrapper made with `{ ...store, verify }` must not keep a verifyNow that bypasses its verify.
+  Object.defineProperty(store, "verifyNow", { value: verifyNow, enumerable: false });
   return store;
 }

@@ -183,10 +183,19 @@ export interface KeyStore {
    */
   verify(secret: string): Promise<VerifiedKey | null>;
   /**
+   * `verify` without the promise when it needs none: a value exactly when the revision read is synchronous
+   * (the files store) and the secret's verification is remembered under that revision, else what `verify`
+   * would give. `since` (`performance.now()` once the request had arrived) lets requests share a revision
+   * read begun after they arrived. The same answers as `verify`, but the secret's form (its checksum) is the
+   * caller's to check: a malformed one matches no key, after a lookup. The service prefers it when present. Not
+   * enumerable on `createKeyStore`'s stores, so a wrapper made with `{ ...store, verify }` goes without it.
+   */
+  verifyNow?(secret: string, since?: number): VerifiedKey | null | Promise<VerifiedKey | null>;
+  /**
    * Why `verify` refused this secret: reason "expired" when it belongs to a key whose expiry or grace
-   * period has passed, "disabled" for a disabled key, else "unknown"; with `retired` when it is a secret this store retired. Appends an
-   * audit event `reuse` for such a secret, at most one per key per minute in this process. Reads the
-   * store; meant for the refusal path only.
+   * period has passed, "disabled" for a disabled key, else "unknown"; with `retired` when it is a
+   * secret this store retired. Appends an audit event `reuse` for such a secret (unless `reportReuse` is
+   * false), at most one per key per minute in this process. Reads the store; meant for the refusal path only.
    */
   refusal(secret: string, options?: RefusalOptions): Promise<Refusal>;
   /**
