@@ -172,7 +172,8 @@ describe("CLI processes killed with SIGKILL at random moments", () => {
     // Every file that is not a temporary file is whole: records parse, index entries and the revision are whole ids.
     let temporary = 0;
     for (const sub of readdirSync(dir)) {
-      expect(["keys", "names", "secrets", "meta", "audit"]).toContain(sub); // meta: the revision token
+      // meta: the revision token; retired: the hashes of secrets that work no more
+      expect(["keys", "names", "secrets", "meta", "audit", "retired"]).toContain(sub);
       if (sub === "audit") continue; // appended to, not rewritten: tests/audit-crash.test.ts
       for (const file of readdirSync(join(dir, sub))) {
         if (file.endsWith(".tmp")) {
@@ -182,6 +183,8 @@ describe("CLI processes killed with SIGKILL at random moments", () => {
         const text = readFileSync(join(dir, sub, file), "utf8");
         if (sub === "keys") {
           expect(JSON.parse(text)).toMatchObject({ id: file, name: expect.any(String), hash: expect.any(String) });
+        } else if (sub === "retired") {
+          expect(JSON.parse(text)).toMatchObject({ id: expect.any(String), name: expect.any(String), retiredAt: expect.any(String) });
         } else {
           expect(text).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
         }

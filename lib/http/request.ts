@@ -97,7 +97,9 @@ export function paramsFromJson(body: string): Params {
   try {
     data = JSON.parse(body);
   } catch (error) {
-    throw new Error(`Request body is not valid JSON (${error instanceof SyntaxError ? error.message : "parse error"})`);
+    // V8's message quotes the start of the body, which may be a key pasted in the wrong place: only where it failed.
+    const at = error instanceof SyntaxError ? / at position (\d+)/.exec(error.message)?.[1] : undefined;
+    throw new Error(`Request body is not valid JSON${at === undefined ? "" : ` (at position ${at})`}`);
   }
   if (!isObject(data)) throw new Error(`Request body must be a JSON object with a "query" string`);
   return checkParams(data);

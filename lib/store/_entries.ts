@@ -67,16 +67,17 @@ export function createEntries(storage: Storage, debug: (message: string) => void
     },
     /**
      * Removes what is left of a key once neither its name entry nor its grace entry points at it. Its
-     * secret is retired first (every removal comes through here), unless `issued` is false: a record
+     * secret is retired last (every removal comes through here), unless `issued` is false: a record
      * whose key was never committed, so no one holds its secret. Retiring is best effort: a delete must
      * work on a full disk, and a store that is down fails the removal's next step anyway.
      */
     discard: async (record: Pick<StoredKey, "id" | "hash"> & { name?: string } | null, issued = true) => {
       if (!record) return;
-      if (issued && record.name !== undefined && record.hash) await retireSecret({ id: record.id, name: record.name, hash: record.hash });
       if (record.name !== undefined && (await readId(graceKey(record.name))) === record.id) await storage.removeItem(graceKey(record.name));
       if (record.hash && (await readId(`secrets:${record.hash}`)) === record.id) await storage.removeItem(`secrets:${record.hash}`);
       await storage.removeItem(`keys:${record.id}`);
+      // Last, into the room the removal freed: on a full disk the next change's audit event needs it first.
+      if (issued && record.name !== undefined && record.hash) await retireSecret({ id: record.id, name: record.name, hash: record.hash });
     },
   };
 }
