@@ -57,6 +57,8 @@ describe("labels on the command line", () => {
       [["--list", "--filter", "role:admn"], /Unknown role 'admn' in the filter\. Did you mean 'ADMIN'\?/],
       [["--list", "--filter", "stat:expired"], /Unknown filter 'stat:'\. Did you mean 'state'\?/],
       [["--list", "--filter", "state:gone"], /Unknown state 'gone'/],
+      [["--list", "--filter", "label:=prod"], /needs a label key and, after '=', a value/],
+      [["--list", "--filter", "label:env="], /needs a label key and, after '=', a value/],
     ];
     for (const [args, message] of cases) {
       const result = await cli(...args);

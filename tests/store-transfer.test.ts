@@ -2,9 +2,11 @@
 // every secret still working; a file that is malformed, tampered with or from a newer format is refused
 // whole, naming its line, and the target store is left exactly as it was.
 import { describe, expect, it } from "vitest";
+import { createStorage } from "unstorage";
 import { createKeyStore } from "../lib/store/key-store.ts";
 import { exportLines, parseExport } from "../lib/store/transfer.ts";
 import { isServiceError } from "../lib/core/errors.ts";
+import { generateSecret } from "../lib/core/secret.ts";
 
 const text = (lines: Iterable<string>) => [...lines].join("");
 
@@ -84,6 +86,26 @@ describe("export and import", () => {
     expect((await again.verify(secrets.deploy))?.roles).toEqual(["ADMIN"]);
   });
 
+  it("an overwrite that fails part-way puts back the keys it replaced: all or nothing", async () => {
+    const { store } = await source();
+    const keys = parseExport(text(exportLines(await store.exportRecords()))).keys;
+    const storage = createStorage();
+    const target = createKeyStore({ storage });
+    const mine = await target.create({ name: "deploy key", roles: ["GUEST"], permissions: [], description: "the target's own" });
+    const before = await target.list();
+    // The disk fills (or another writer takes a name) while the file's last key is written.
+    const last = keys.at(-1)!.record.id;
+    const setItem = storage.setItem.bind(storage);
+    storage.setItem = (async (key: string, value: unknown) => {
+      if (key === `keys:${last}`) throw Object.assign(new Error("no space left on device"), { code: "ENOSPC" });
+      return setItem(key, value as never);
+    }) as typeof storage.setItem;
+    const refused = await refusal(target.importRecords(keys, { onConflict: "overwrite" }));
+    expect(refused.code).toBe("STORE_UNAVAILABLE");
+    expect(await target.list()).toEqual(before); // the store's own key is back, the file's keys are gone
+    expect((await target.verify(mine.key))?.description).toBe("the target's own");
+  });
+
   it("refuses a malformed, tampered or newer file whole, naming the line", async () => {
     const { store } = await source();
     const lines = text(exportLines(await store.exportRecords())).trimEnd().split("\n");
@@ -102,6 +124,11 @@ describe("export and import", () => {
       ["a newer format", edit(0, (v) => (v.version = 2)), /^Line 1 of the import: written in format version 2 by a newer service-api/],
       ["a truncated line", `${lines.join("\n").slice(0, -20)}\n`, /^Line 4 of the import: not a JSON object/],
       ["no header", `${lines.slice(1).join("\n")}\n`, /^Line 1 of the import: not an export/],
+      ["a date that does not exist", edit(1, (v) => (v.createdAt = "2026-02-30T00:00:00.000Z")), /^Line 2 of the import: createdAt is not a time as the store writes it/],
+      ["a grace period of years", edit(1, (v) => (v.graceUntil = "2099-01-01T00:00:00.000Z")), /^Line 2 of the import: graceUntil is more than 24 hours away/],
+      ["an expiry past the bound", edit(1, (v) => (v.expiresAt = "9999-01-01T00:00:00.000Z")), /^Line 2 of the import: expiresAt is more than 3650 days away/],
+      ["a key made in the future", edit(1, (v) => (v.createdAt = "2099-01-01T00:00:00.000Z")), /^Line 2 of the import: createdAt is in the future/],
+      ["a secret in the description", edit(1, (v) => (v.description = `see ${generateSecret()}`)), /^Line 2 of the import: Description must not contain an API key secret/],
     ];
     for (const [what, file, message] of cases) {
       const refused = await refusalOf(() => parseExport(file));

@@ -43,6 +43,7 @@ function term(word: string): KeyFilter {
       const at = value.indexOf("=");
       const name = at < 0 ? value : value.slice(0, at);
       const wanted = at < 0 ? undefined : value.slice(at + 1);
+      if (!name || wanted === "") throw invalid(`Filter '${word}' needs a label key and, after '=', a value: label:env or label:env=prod`);
       return (key) => key.labels !== undefined && Object.hasOwn(key.labels, name) && (wanted === undefined || key.labels[name] === wanted);
     }
     default:

@@ -120,9 +120,14 @@ export function createTransfer(ctx: StoreContext, removeById: RemoveById, graced
       }
       if (dryRun) return report;
       if (!(await readRevision())) await bumpRevision();
-      for (const id of toRemove) await removeById(id, "delete", change);
+      // The keys an overwrite replaces, whole, so that a failed import can put them back.
+      const replaced: StoredKey[] = [];
       const written: string[] = [];
       try {
+        for (const id of toRemove) {
+          const record = await readRecord(id);
+          if (record && (await removeById(id, "delete", change))) replaced.push(record);
+        }
         for (const key of toWrite) {
           if (!(await put(key.record, change))) {
             throw new ServiceError("NAME_TAKEN", `Line ${key.line} of the import: the name '${key.record.name}' was taken meanwhile`);
@@ -130,8 +135,14 @@ export function createTransfer(ctx: StoreContext, removeById: RemoveById, graced
           written.push(key.record.id);
         }
       } catch (error) {
-        // All or nothing: what this import wrote is removed again (each removal is an audited delete).
+        // All or nothing: what this import wrote is removed again (each removal is an audited delete), and the
+        // keys it replaced are put back as they were (each an audited import), so their secrets work again.
         for (const id of written.reverse()) await removeById(id, "delete", change).catch(() => {});
+        const lost: string[] = [];
+        for (const record of replaced) if (!(await put(record, change).catch(() => false))) lost.push(`'${record.name}' (${record.id})`);
+        if (lost.length && error instanceof ServiceError) {
+          throw new ServiceError(error.code, `${error.message}. The keys it replaced could not all be put back: ${lost.join(", ")}`);
+        }
         throw error;
       }
       return report;

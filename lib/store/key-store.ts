@@ -69,6 +69,7 @@
  * create or overwrite that finds room at that very moment is not serialized against them.
  */
 import { createStorage } from "unstorage";
+import { redactSecrets } from "../core/secret.ts";
 import type { ApiKeyInfo, StoredKey } from "../core/model.ts";
 import { isServiceError, ServiceError } from "../core/errors.ts";
 import { checkKeyPatch, lookupName } from "./_input.ts";
@@ -135,7 +136,8 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
     readRevision: atomic.version ? () => atomic.version!(REVISION) : async () => String((await storage.getItem(REVISION)) ?? ""),
     audit: (action, key, change, extra) =>
       auditLog.append({ at: iso(now()), action, id: key.id, name: key.name, actor: change.actor ?? options.actor ?? localActor(), ...extra,
-        ...(change.reason ? { reason: change.reason.slice(0, 500) } : {}) }),
+        // A reason may quote a path or a line that holds another key's secret: never into the trail.
+        ...(change.reason ? { reason: redactSecrets(change.reason).slice(0, 500) } : {}) }),
   };
   const { bumpRevision, readRevision, audit } = ctx;
   const removals = createRemovals(ctx, retired.prune);

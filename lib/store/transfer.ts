@@ -18,6 +18,7 @@ import { ServiceError } from "../core/errors.ts";
 import { DescriptionSchema, isKeyId, NameSchema, ReasonSchema } from "../core/input.ts";
 import * as v from "valibot";
 import { isStoredKey } from "./_record.ts";
+import { MAX_EXPIRY_MS, MAX_GRACE_MS } from "../core/lifecycle.ts";
 import { checkLabels } from "../core/labels.ts";
 import { auditEventOf } from "./audit.ts";
 
@@ -46,10 +47,30 @@ export function* exportLines(keys: readonly StoredKey[], audit?: readonly AuditE
 
 const refuse = (line: number, why: string) => new ServiceError("INVALID_INPUT", `Line ${line} of the import: ${why}; nothing was imported`);
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value);
-const isIso = (value: unknown) => typeof value === "string" && /^\d{4}-\d\d-\d\dT/.test(value) && Number.isFinite(Date.parse(value));
+/** A time as the store writes it (`toISOString`): a date that exists, never one rolled over (2027-02-30). */
+const isIso = (value: unknown) => {
+  if (typeof value !== "string" || !/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/.test(value)) return false;
+  const ms = Date.parse(value);
+  return Number.isFinite(ms) && new Date(ms).toISOString() === value;
+};
+/** A clock a little ahead of ours wrote the file: tolerated this much. */
+const SKEW_MS = 86_400_000;
+
+/** Why the record's times are not ones the store could have written by `now`, or undefined. */
+function timeProblem(record: Record<string, unknown>, now: number): string | undefined {
+  for (const field of ["createdAt", "expiresAt", "lastUsedAt", "graceUntil"]) {
+    if (record[field] !== undefined && !isIso(record[field])) return `${field} is not a time as the store writes it (ISO 8601, UTC, a date that exists)`;
+  }
+  const at = (field: string) => (record[field] === undefined ? undefined : Date.parse(record[field] as string));
+  if (at("createdAt")! > now + SKEW_MS) return "createdAt is in the future";
+  if ((at("lastUsedAt") ?? 0) > now + SKEW_MS) return "lastUsedAt is in the future";
+  if ((at("expiresAt") ?? 0) > now + MAX_EXPIRY_MS + SKEW_MS) return `expiresAt is more than ${MAX_EXPIRY_MS / 86_400_000} days away`;
+  if ((at("graceUntil") ?? 0) > now + MAX_GRACE_MS + SKEW_MS) return "graceUntil is more than 24 hours away: a grace period is at most 24 h";
+  return undefined;
+}
 
 /** Why a key line is not a record this version can import, or undefined when it is. */
-function keyProblem(value: Record<string, unknown>): string | undefined {
+function keyProblem(value: Record<string, unknown>, now: number): string | undefined {
   const unknown = Object.keys(value).filter((field) => !KEY_FIELDS.has(field));
   if (unknown.length) return `unknown field ${unknown.map((f) => JSON.stringify(f)).join(", ")}`;
   const { type: _type, ...record } = value;
@@ -58,11 +79,15 @@ function keyProblem(value: Record<string, unknown>): string | undefined {
   if (!isStoredKey(record, record.id)) return "not a whole key record";
   const named = v.safeParse(NameSchema, record.name);
   if (!named.success || named.output !== record.name) return "the name is not a valid key name";
-  if (record.description !== undefined && !v.safeParse(DescriptionSchema, record.description).success) return "the description is too long";
+  if (record.description !== undefined) {
+    const described = v.safeParse(DescriptionSchema, record.description);
+    if (!described.success) return described.issues[0].message;
+  }
   if (record.disabledReason !== undefined && (record.disabled !== true || !v.safeParse(ReasonSchema, record.disabledReason).success)) {
     return "disabledReason is not a valid reason of a disabled key";
   }
-  if (!isIso(record.createdAt)) return "createdAt is not an ISO 8601 time";
+  const times = timeProblem(record, now);
+  if (times) return times;
   const roles = record.roles as string[];
   const permissions = record.permissions as { resource: string; actions: string[] }[];
   const badRole = roles.find((role) => !ROLES.includes(role as never));
@@ -99,7 +124,7 @@ function headerProblem(value: unknown): string | undefined {
  * Reads an export, all or nothing: INVALID_INPUT (exit 2) naming the first line that is wrong.
  * @example parseExport(readFileSync("keys.jsonl", "utf8")).keys.length
  */
-export function parseExport(text: string): ExportContents {
+export function parseExport(text: string, now = Date.now()): ExportContents {
   const lines = text.split("\n");
   if (lines.at(-1) === "") lines.pop();
   if (lines.length === 0) throw refuse(1, "the file is empty");
@@ -132,7 +157,7 @@ export function parseExport(text: string): ExportContents {
       return;
     }
     if (value.type !== "key") throw refuse(line, `unknown line type ${JSON.stringify(value.type)}`);
-    const problem = keyProblem(value);
+    const problem = keyProblem(value, now);
     if (problem) throw refuse(line, problem);
     const { type: _type, ...record } = value as unknown as StoredKey & { type: string };
     once(ids, record.id, line, "the same id");
