@@ -6,7 +6,7 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { ARTEFACTS, launch, unnamedControls, watch } from "./helpers/browser.ts";
+import { ARTEFACTS, axeViolations, launch, unnamedControls, watch } from "./helpers/browser.ts";
 import { createKeyStore } from "../lib/store/key-store.ts";
 import { serve, type RunningServer } from "../lib/http/serve.ts";
 
@@ -91,6 +91,7 @@ describe("authorize in a browser", () => {
     const name = page.getByLabel("Key name");
     expect(await name.inputValue()).toBe("Media Sync");
     expect(await unnamedControls(page)).toEqual([]);
+    expect(await axeViolations(page)).toEqual([]);
     await page.screenshot({ path: join(ARTEFACTS, "authorize-1280.png"), fullPage: true });
     await page.getByRole("button", { name: "Authorize" }).click();
     await page.waitForURL((url) => url.pathname === "/cb");
@@ -121,6 +122,7 @@ describe("authorize in a browser", () => {
     const before = (await store.list()).length;
     await page.goto(request({ name: "Denied App" }));
     await page.screenshot({ path: join(ARTEFACTS, "authorize-375.png"), fullPage: true });
+    expect(await axeViolations(page)).toEqual([]);
     expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(375);
     await page.getByRole("button", { name: "Deny" }).click();
     await page.waitForURL((url) => url.pathname === "/cb");

@@ -9,7 +9,7 @@ import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ROOT, tempDir } from "./helpers/cli.ts";
 import { startServer } from "./helpers/server.ts";
-import { ARTEFACTS, launch, tabTo, unnamedControls, watch } from "./helpers/browser.ts";
+import { ARTEFACTS, axeViolations, launch, tabTo, unnamedControls, watch } from "./helpers/browser.ts";
 import { createKeyStore } from "../lib/store/key-store.ts";
 import { serve, type RunningServer } from "../lib/http/serve.ts";
 
@@ -243,10 +243,12 @@ describe("console in a browser", () => {
       const page = await browser.newPage({ viewport: { width, height: 800 } });
       await page.goto(`${server.url}/console`);
       expect(await unnamedControls(page)).toEqual([]);
+      expect(await axeViolations(page)).toEqual([]);
       await page.getByLabel("API key").fill(admin);
       await page.getByRole("button", { name: "Sign in" }).click();
       await page.getByRole("table", { name: "API keys" }).waitFor();
       expect(await unnamedControls(page)).toEqual([]);
+      expect(await axeViolations(page)).toEqual([]);
       // Nothing wider than the screen: no sideways scrolling of the whole page.
       expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(width);
       await page.screenshot({ path: join(ARTEFACTS, `console-${width}-keys.png`), fullPage: true });
@@ -254,6 +256,7 @@ describe("console in a browser", () => {
       expect(await unnamedControls(page)).toEqual([]);
       expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(width);
       await page.screenshot({ path: join(ARTEFACTS, `console-${width}-create.png`), fullPage: true });
+      expect(await axeViolations(page)).toEqual([]);
       await page.getByRole("button", { name: "Audit trail" }).click();
       await page.getByRole("table", { name: "Audit events" }).waitFor();
       expect(await unnamedControls(page)).toEqual([]);

@@ -1,8 +1,8 @@
 // Debian's headless Chromium through playwright-core, launched as tests/explorer.test.ts does; CI installs
 // /usr/bin/chromium, so a missing browser fails the test rather than skipping it. Also: a page's problems
-// (script errors, CSP refusals) collected, and the accessibility check used in place of axe-core, which is
-// not installed: every control in Chromium's own accessibility tree must have a name.
-import { existsSync, mkdirSync } from "node:fs";
+// (script errors, CSP refusals) collected, and two accessibility checks: every control in Chromium's own
+// accessibility tree must have a name, and axe-core must find no serious or critical violation.
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { type Browser, chromium, type Page } from "playwright-core";
 import { ROOT } from "./cli.ts";
@@ -59,4 +59,21 @@ export async function tabTo(page: Page, name: RegExp, limit = 80): Promise<void>
     if (name.test(label)) return;
   }
   throw new Error(`no control matching ${name} reached with Tab`);
+}
+
+/**
+ * axe-core's serious and critical violations on the page as it is now, each as "rule: target". The script
+ * is evaluated through the DevTools protocol, which the page's CSP does not govern, so the page is tested
+ * under the headers it really gets.
+ */
+export async function axeViolations(page: Page): Promise<string[]> {
+  const source = readFileSync(join(ROOT, "node_modules/axe-core/axe.min.js"), "utf8");
+  await page.evaluate(source);
+  const found = await page.evaluate(async () => {
+    const axe = (globalThis as unknown as { axe: { run(): Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }> } }).axe;
+    const { violations } = await axe.run();
+    return violations.filter((v) => v.impact === "serious" || v.impact === "critical")
+      .flatMap((v) => v.nodes.map((n) => `${v.id}: ${n.target.join(" ")}`));
+  });
+  return found;
 }
