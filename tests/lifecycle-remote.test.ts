@@ -104,7 +104,7 @@ describe("audit events of GraphQL mutations", () => {
 
   it("auditLog refuses a since it cannot read and a limit out of bounds", async () => {
     for (const [args, message] of [
-      [`since: "yesterday"`, /since needs an ISO 8601 time/],
+      [`since: "yesterday"`, /since needs a duration back from now \(45s, 30m, 12h, 7d\) or an ISO 8601 time/],
       [`limit: 0`, /limit is from 1 to 10000/],
       [`limit: 10001`, /limit is from 1 to 10000/],
     ]) {

@@ -4,6 +4,7 @@
  * exactly the same things and refuse the same things with the same messages (INVALID_INPUT, exit 2).
  */
 import { ServiceError } from "./errors.ts";
+import { redactSecrets } from "./secret.ts";
 
 const UNIT_MS = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
 const DURATION = /^(\d{1,7})([smhd])$/;
@@ -105,7 +106,7 @@ export function parseSince(text: unknown, now: number, flag = "--since"): number
   } catch (error) {
     // Either form is taken here: say so, not only the one the text failed as.
     if (error instanceof ServiceError && / needs an ISO 8601 time/.test(error.message)) {
-      throw new ServiceError("INVALID_INPUT", `${flag} needs a duration back from now (45s, 30m, 12h, 7d) or an ISO 8601 time with its zone, like 2026-12-31T18:00:00Z (got '${String(text ?? "").slice(0, 40)}')`);
+      throw new ServiceError("INVALID_INPUT", `${flag} needs a duration back from now (45s, 30m, 12h, 7d) or an ISO 8601 time with its zone, like 2026-12-31T18:00:00Z (got '${redactSecrets(String(text ?? ""))}')`);
     }
     throw error;
   }
