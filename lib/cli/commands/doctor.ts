@@ -2,7 +2,8 @@
  * `service-api doctor`: which store this user's commands use, where that choice came from, and whether
  * it works: its owner and modes (a directory store), its key count, Redis reachability (a Redis store),
  * whether its audit trail can be written, the runtime and the version. One pass/fail line per check,
- * or the same as JSON; exit 1 when a check fails. It changes nothing: a missing store is not created.
+ * or the same as JSON; exit 1 when a check fails. It changes no key and creates no missing store; opening
+ * the store (for the key count) makes folders of ours private again, as every command does.
  */
 import * as fs from "node:fs";
 import { join } from "node:path";
@@ -43,7 +44,7 @@ function ownerCheck(dir: string): { check: Check; exists: boolean } {
   const me = euid();
   const problems = [
     me !== -1 && me !== 0 && found.uid !== me ? `not yours (uid ${me})` : "",
-    found.mode & 0o077 ? "open to other users (should be 0700)" : "",
+    found.mode & 0o077 ? "open to other users (should be 0700; opening it makes folders of yours private again)" : "",
   ].filter(Boolean);
   const detail = `uid ${found.uid}, gid ${found.gid}, mode ${octal(found.mode)}${problems.length ? `: ${problems.join(", ")}` : ""}`;
   return { check: { name: "owner", ok: problems.length === 0, detail }, exists: true };
