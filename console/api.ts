@@ -80,9 +80,11 @@ export interface ApiKey {
   expiresAt: string | null;
   lastUsedAt: string | null;
   graceUntil: string | null;
+  /** Absent on a service without disable (the console then never shows the state). */
+  disabled?: boolean;
   key?: string | null;
 }
-export const KEY_FIELDS = "id name description roles permissions { resource actions } createdAt expiresAt lastUsedAt graceUntil";
+export const KEY_FIELDS = "id name description roles permissions { resource actions } createdAt expiresAt lastUsedAt graceUntil disabled";
 
 /** What the service offers beyond the base schema, found by introspection: presets and rotation. */
 export interface Capabilities {

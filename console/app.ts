@@ -10,6 +10,7 @@ import { auditScreen } from "./audit.ts";
 import { secretPanel } from "./secret.ts";
 import { signInForm, whoAmI } from "./signin.ts";
 import { authorizePage } from "./authorize.ts";
+import { templateHref } from "./scopes.ts";
 import "./app.css";
 
 const root = document.getElementById("root")!;
@@ -67,6 +68,11 @@ function shell(name: string, caps: Capabilities, presets: Preset[] | null): void
     edit: (key) => replace(area, keyForm({ key, onSaved: (saved) => (go("keys"), say(`Saved ${saved.name}.`)), onCancel: () => go("keys") })),
     rotate: (key) => confirmRotate(key, caps.rotate, (rotated) => reveal(rotated)),
     remove: (key) => confirmDelete(key, () => (go("keys"), say(`Deleted ${key.name}.`))),
+    template: (key) => {
+      const href = templateHref(location.href, key);
+      replace(notice, h("p", { class: "msg status", role: "status" }, `Template link for ${key.name} (its grants, no secret): `, h("a", { href, class: "template-link" }, href)));
+      navigator.clipboard?.writeText(href).then(() => notice.append(h("p", { class: "msg status" }, "Copied to the clipboard.")), () => {});
+    },
   });
   const audit = auditScreen();
   const say = (text: string) => replace(notice, message("status", text));

@@ -9,6 +9,7 @@ import { can, effectivePermissions, escalation } from "../lib/core/policy.ts";
 import type { Permission, Role } from "../lib/core/model.ts";
 import { checkRedirect, parseScopes, redirectTo } from "./scopes.ts";
 import { type Me, signInForm, whoAmI } from "./signin.ts";
+import { secretPanel } from "./secret.ts";
 
 const CREATE = `mutation($input: CreateApiKeyInput!) { apiKey { create(input: $input) { id key } } }`;
 
@@ -17,6 +18,8 @@ export function authorizePage(root: HTMLElement): void {
   const params = new URLSearchParams(location.search);
   const app = params.get("name")?.trim() ?? "";
   const state = params.get("state");
+  // Without redirect_uri the page is "create from template": the same grants, shown and created here.
+  if (!params.get("redirect_uri")) return templatePage(root, params);
   const target = checkRedirect(params.get("redirect_uri"));
   const heading = h("h1", {}, app ? `Authorize ${app}` : "Authorize an app");
   document.title = `${heading.textContent} · service-api`;
@@ -87,4 +90,54 @@ function consent(valid: boolean, app: string, description: string, grants: { rol
   if (session.get()) whoAmI(session.get()).then(show, signIn);
   else signIn();
   return section;
+}
+
+/** "Create from template" (`/authorize` without redirect_uri): the grants shown, then a key created here. */
+function templatePage(root: HTMLElement, params: URLSearchParams): void {
+  const name = params.get("name")?.trim() ?? "";
+  const scopes = parseScopes(params.get("scopes") ?? "");
+  const heading = h("h1", {}, "Create a key from a template");
+  document.title = `${heading.textContent} · service-api`;
+  const grants = { roles: scopes.roles as Role[], permissions: scopes.permissions as Permission[] };
+  const effective = effectivePermissions(grants);
+  const problems = scopes.unknown.map((scope) => `Unknown scope "${scope}": this service does not have it.`);
+  const section = h("section", { class: "consent", "aria-label": "Create" });
+  const description = params.get("description") ?? "";
+  const show = (me: Me | null) => {
+    const missing = me ? [...(can(me as never, "API_KEY", "CREATE_ANY") ? [] : ["API_KEY:CREATE_ANY"]), ...escalation(me as never, grants)] : [];
+    const input = h("input", { type: "text", required: true, maxlength: "100", autocomplete: "off", value: name });
+    const status = h("div");
+    const create = h("button", { type: "button", disabled: missing.length > 0 || problems.length > 0 }, "Create key");
+    create.addEventListener("click", async () => {
+      create.disabled = true;
+      try {
+        const data = await gql(CREATE, { input: { name: input.value.trim(), description: description || undefined, roles: grants.roles, permissions: grants.permissions } });
+        replace(section, secretPanel(input.value.trim(), data.apiKey.create.key, () => replace(section, message("status", "Done."))));
+      } catch (error) {
+        create.disabled = false;
+        replace(status, message("error", (error as ApiError).message));
+      }
+    });
+    replace(section,
+      missing.length ? message("error", `Your key cannot create this: it lacks ${missing.slice(0, 6).join(", ")}.`) : null,
+      field("Key name", input, "It must not be taken."),
+      h("div", { class: "buttons" }, create),
+      status);
+  };
+  const signIn = () => replace(section, signInForm("Sign in with a key that may create keys (API_KEY:CREATE_ANY) holding these permissions.", async (key) => {
+    await whoAmI(key);
+    return null;
+  }, () => void whoAmI(session.get()).then(show, signIn)));
+  replace(root, heading,
+    description ? h("p", { class: "description" }, description) : null,
+    ...problems.map((problem) => message("error", problem)),
+    h("section", { "aria-label": "Permissions" },
+      h("h2", {}, "The new key gets"),
+      scopes.roles.length ? h("p", {}, `Roles: ${scopes.roles.join(", ")}`) : null,
+      effective.length
+        ? h("ul", { class: "grants" }, ...effective.map((p) => h("li", {}, h("strong", {}, p.resource), `: ${p.actions.join(", ")}`)))
+        : h("p", {}, "No permissions at all.")),
+    section);
+  if (session.get()) whoAmI(session.get()).then(show, signIn);
+  else signIn();
 }

@@ -3,10 +3,11 @@ import type { ApiKey } from "./api.ts";
 import { field, h, replace, when } from "./dom.ts";
 import { grantsText } from "./pickers.ts";
 
-export type KeyState = "active" | "grace" | "expired";
+export type KeyState = "active" | "grace" | "expired" | "disabled";
 
-/** active, grace (a replaced secret still working) or expired, as of `now`. */
+/** active, grace (a replaced secret still working), expired or disabled, as of `now`. */
 export function stateOf(key: ApiKey, now = Date.now()): KeyState {
+  if (key.disabled) return "disabled";
   if (key.graceUntil) return Date.parse(key.graceUntil) > now ? "grace" : "expired";
   return key.expiresAt && Date.parse(key.expiresAt) <= now ? "expired" : "active";
 }
@@ -27,6 +28,8 @@ export interface RowActions {
   edit(key: ApiKey): void;
   rotate(key: ApiKey): void;
   remove(key: ApiKey): void;
+  /** A link that opens the create form filled in with this key's grants (no secret in it). */
+  template(key: ApiKey): void;
 }
 
 /** The table and its filter box; call `show(keys)` with each fresh list. */
@@ -83,5 +86,6 @@ function row(key: ApiKey, actions: RowActions): HTMLTableRowElement {
     h("td", { "data-label": "Actions", class: "row-actions" },
       h("button", { type: "button", class: "small secondary", onclick: () => actions.edit(key) }, label("Edit")),
       h("button", { type: "button", class: "small secondary", onclick: () => actions.rotate(key) }, label("Rotate")),
+      h("button", { type: "button", class: "small secondary", onclick: () => actions.template(key) }, label("Template link")),
       h("button", { type: "button", class: "small danger", onclick: () => actions.remove(key) }, label("Delete"))));
 }

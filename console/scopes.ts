@@ -84,3 +84,23 @@ export function redirectTo(url: URL, params: Record<string, string>, state: stri
   if (state !== null) target.searchParams.set("state", state);
   return target.href;
 }
+
+/** A key's grants in the scope grammar: `role:viewer`, then `docker:read_any+update_any` per resource. */
+export function toScopes(roles: readonly string[], permissions: readonly { resource: string; actions: readonly string[] }[]): string {
+  return [
+    ...roles.map((role) => `role:${role.toLowerCase()}`),
+    ...permissions.map((p) => `${p.resource.toLowerCase()}:${p.actions.map((a) => a.toLowerCase()).join("+")}`),
+  ].join(",");
+}
+
+/**
+ * The "create from template" link for a key: /authorize with its name, description and grants and no
+ * redirect_uri, so the page fills in the create form instead of sending a key anywhere. Holds no secret.
+ */
+export function templateHref(base: string, key: { name: string; description?: string | null; roles: readonly string[]; permissions: readonly { resource: string; actions: readonly string[] }[] }): string {
+  const url = new URL("authorize", base);
+  url.searchParams.set("name", key.name);
+  if (key.description) url.searchParams.set("description", key.description);
+  url.searchParams.set("scopes", toScopes(key.roles, key.permissions));
+  return url.href;
+}

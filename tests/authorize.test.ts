@@ -71,6 +71,28 @@ async function newPage(width = 1280) {
   return page;
 }
 
+describe("create from template (no redirect_uri)", () => {
+  it("fills the create form with the template's grants and shows the new secret once, sending it nowhere", async () => {
+    const page = await newPage();
+    const seen = watch(page);
+    await page.goto(authorizeUrl({ name: "Dashboard copy", description: "from a template", scopes: "role:viewer,docker:read_any+update_any" }));
+    await expect.poll(() => page.getByRole("heading", { level: 1 }).innerText()).toBe("Create a key from a template");
+    await signIn(page, admin);
+    expect(await page.getByLabel("Key name").inputValue()).toBe("Dashboard copy");
+    expect(await axeViolations(page)).toEqual([]);
+    await page.getByRole("button", { name: "Create key" }).click();
+    const secret = await page.getByLabel("New API key").inputValue();
+    expect(secret).toMatch(/^sapi_/);
+    const made = await store.verify(secret);
+    expect(made).toMatchObject({ name: "Dashboard copy", description: "from a template", roles: ["VIEWER"] });
+    expect(made!.permissions).toEqual([{ resource: "DOCKER", actions: ["READ_ANY", "UPDATE_ANY"] }]);
+    expect(arrived).toEqual([]);
+    expect(seen.requests.filter((url) => new URL(url).origin !== new URL(server.url).origin)).toEqual([]);
+    expect(seen.problems).toEqual([]);
+    await page.close();
+  });
+});
+
 describe("authorize in a browser", () => {
   it("shows the app and the exact permissions, creates the key on Authorize and sends it with state to redirect_uri", async () => {
     const page = await newPage();

@@ -162,6 +162,27 @@ describe("console in a browser", () => {
     await page.close();
   });
 
+  it("shows a disabled key as disabled, and a template link that opens the create form with its grants", async () => {
+    const made = await store.create({ name: "paused dashboard", roles: ["VIEWER"], permissions: [{ resource: "DOCKER", actions: ["UPDATE_ANY"] }] });
+    await store.update(made.id, { disabled: true } as never);
+    const page = await browser.newPage();
+    page.setDefaultTimeout(10_000);
+    await signIn(page);
+    const row = page.getByRole("row", { name: /paused dashboard/ });
+    await expect.poll(() => row.innerText()).toMatch(/\bdisabled\b/);
+    await row.getByRole("button", { name: "Template link paused dashboard" }).click();
+    const href = await page.locator("a.template-link").getAttribute("href");
+    expect(href).not.toContain("sapi_");
+    const link = new URL(href!);
+    expect([link.pathname, link.searchParams.get("name"), link.searchParams.get("scopes"), link.searchParams.has("redirect_uri")])
+      .toEqual(["/authorize", "paused dashboard", "role:viewer,docker:update_any", false]);
+    await page.goto(href!);
+    await expect.poll(() => page.getByRole("heading", { level: 1 }).innerText()).toBe("Create a key from a template");
+    await expect.poll(() => page.getByLabel("Key name").inputValue()).toBe("paused dashboard");
+    await store.deleteById(made.id);
+    await page.close();
+  });
+
   it("shows a replaced key still in its grace period as grace, until when, beside its successor", async () => {
     await store.create({ name: "rolled", roles: ["GUEST"], permissions: [] });
     await store.create({ name: "rolled", roles: ["GUEST"], permissions: [] }, { overwrite: true, graceMs: 3_600_000 });
