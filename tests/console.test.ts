@@ -162,6 +162,24 @@ describe("console in a browser", () => {
     await page.close();
   });
 
+  it("creates a key from a preset: the picker fills in the preset's exact grants", async () => {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    page.setDefaultTimeout(10_000);
+    await signIn(page);
+    await page.getByRole("button", { name: "New key" }).click();
+    await page.getByLabel("Preset").selectOption({ label: "docker_manager" });
+    await page.getByLabel("Name", { exact: true }).fill("containers");
+    await page.getByRole("button", { name: "Create key" }).click();
+    const secretField = page.getByLabel("New API key");
+    await expect.poll(() => secretField.inputValue()).toMatch(/^sapi_/);
+    const made = await store.verify(await secretField.inputValue());
+    const preset = (await graphql(server.url, admin, "{ apiKeyPresets { name permissions { resource actions } } }"))
+      .body.data.apiKeyPresets.find((p: { name: string }) => p.name === "docker_manager");
+    expect(made?.permissions).toEqual(preset.permissions);
+    await store.deleteById(made!.id);
+    await page.close();
+  });
+
   it("shows a disabled key as disabled, and a template link that opens the create form with its grants", async () => {
     const made = await store.create({ name: "paused dashboard", roles: ["VIEWER"], permissions: [{ resource: "DOCKER", actions: ["UPDATE_ANY"] }] });
     await store.update(made.id, { disabled: true } as never);
