@@ -42,12 +42,7 @@ export function authorizePage(root: HTMLElement): void {
     description ? h("p", { class: "description" }, description) : null,
     h("p", {}, "After you decide, your browser goes to ", h("code", {}, target.url.origin + target.url.pathname), "."),
     ...problems.map((problem) => message("error", problem)),
-    h("section", { "aria-label": "Permissions requested" },
-      h("h2", {}, "It would get"),
-      scopes.roles.length ? h("p", {}, `Roles: ${scopes.roles.join(", ")}`) : null,
-      effective.length
-        ? h("ul", { class: "grants" }, ...effective.map((p) => h("li", {}, h("strong", {}, p.resource), `: ${p.actions.join(", ")}`)))
-        : h("p", {}, "No permissions at all.")),
+    grantsSection("Permissions requested", "It would get", scopes.roles, effective),
     consent(problems.length === 0, app, description || `Authorized for ${app}`, grants, target.url, state, deny));
 }
 
@@ -131,13 +126,18 @@ function templatePage(root: HTMLElement, params: URLSearchParams): void {
   replace(root, heading,
     description ? h("p", { class: "description" }, description) : null,
     ...problems.map((problem) => message("error", problem)),
-    h("section", { "aria-label": "Permissions" },
-      h("h2", {}, "The new key gets"),
-      scopes.roles.length ? h("p", {}, `Roles: ${scopes.roles.join(", ")}`) : null,
-      effective.length
-        ? h("ul", { class: "grants" }, ...effective.map((p) => h("li", {}, h("strong", {}, p.resource), `: ${p.actions.join(", ")}`)))
-        : h("p", {}, "No permissions at all.")),
+    grantsSection("Permissions", "The new key gets", scopes.roles, effective),
     section);
   if (session.get()) whoAmI(session.get()).then(show, signIn);
   else signIn();
+}
+
+/** The roles and the exact effective permissions a key would get, as the page shows them. */
+function grantsSection(label: string, title: string, roles: readonly string[], effective: readonly { resource: string; actions: readonly string[] }[]): HTMLElement {
+  return h("section", { "aria-label": label },
+    h("h2", {}, title),
+    roles.length ? h("p", {}, `Roles: ${roles.join(", ")}`) : null,
+    effective.length
+      ? h("ul", { class: "grants" }, ...effective.map((p) => h("li", {}, h("strong", {}, p.resource), `: ${p.actions.join(", ")}`)))
+      : h("p", {}, "No permissions at all."));
 }
