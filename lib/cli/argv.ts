@@ -137,8 +137,12 @@ function flagsOf(options: Record<string, unknown>, typed: Map<string, string[]>,
     const key = keyOf(long);
     const given = options[key];
     if (given === undefined) continue;
+    // A negation (`--no-rate-limit`) delivers under the key of the flag it negates: only its `false` is its own.
+    if (long.startsWith("no-") && given !== false && flags[key] !== undefined) continue;
     const values = takesValue && !def.numeric ? typed.get(long) ?? [] : [given].flat();
     if (takesValue && values.length > 1) throw new ServiceError("USAGE", `--${long} was given more than once`);
+    // `[value]` (an option that has a negation too, which cac cannot give a required value) typed last, bare.
+    if (takesValue && !def.numeric && values.length === 1 && values[0] === undefined) throw new ServiceError("USAGE", `option \`--${long}\` value is missing.${HELP}`);
     // A boolean given twice is the same flag; a negation's default (`expiry: true`) has no value in argv.
     const value = takesValue && !def.numeric ? values[0] : [given].flat().at(-1);
     if (value !== undefined) flags[key] = value as string | number | boolean;

@@ -7,6 +7,7 @@
 import { ServiceError } from "../core/errors.ts";
 import { redactSecrets } from "../core/secret.ts";
 import { expiryFrom, parseGrace, parseSince } from "../core/lifecycle.ts";
+import { parseRateLimits, type RateLimit } from "../core/rate-limits.ts";
 
 /** The flags of `service-api apikey`, as strings after parsing. */
 export interface ApikeyFlags {
@@ -78,6 +79,8 @@ export interface ApikeyFlags {
   reason?: string;
   /** Print how many requests a key authenticated (in all, per day for the last 30). */
   usage?: boolean;
+  /** create, update: `n/duration[,...]`; false with `--no-rate-limit` (update: no limits any more); cac sets true otherwise. */
+  rateLimit?: string | boolean;
 }
 
 export const MODES = ["create", "delete", "update", "rotate", "list", "audit", "usage", "export", "import", "scan"] as const;
@@ -85,13 +88,13 @@ export type Mode = (typeof MODES)[number];
 
 /**
  * The flags each mode takes (camelCase, as cac delivers them); --json, --store and --url go with all.
- * `noExpiry` stands for `--no-expiry`, which cac delivers as `expiry: false`.
+ * `noExpiry` stands for `--no-expiry`, which cac delivers as `expiry: false`; `noRateLimit` likewise.
  */
 const MODE_FLAGS: Record<Mode, readonly string[]> = {
-  create: ["name", "description", "roles", "permissions", "overwrite", "ifNotExists", "output", "force", "format", "expiresIn", "expiresAt", "grace", "label", "preset", "dryRun"],
+  create: ["name", "description", "roles", "permissions", "overwrite", "ifNotExists", "output", "force", "format", "expiresIn", "expiresAt", "grace", "label", "preset", "dryRun", "rateLimit"],
   delete: ["name", "id", "ifExists", "expired", "retiredRetention"],
   list: ["filter", "limit"],
-  update: ["name", "id", "description", "roles", "permissions", "rename", "expiresIn", "expiresAt", "noExpiry", "label", "unlabel", "disable", "enable", "reason", "preset", "dryRun"],
+  update: ["name", "id", "description", "roles", "permissions", "rename", "expiresIn", "expiresAt", "noExpiry", "label", "unlabel", "disable", "enable", "reason", "preset", "dryRun", "rateLimit", "noRateLimit"],
   audit: ["since", "limit"],
   export: ["output", "force", "withAudit"],
   import: ["dryRun", "onConflict"],
@@ -107,8 +110,13 @@ const kebab = (flag: string) => `--${flag.replace(/[A-Z]/g, (c) => `-${c.toLower
  * that does not apply is an error, never silently ignored (`--list --name x` must not list every key).
  */
 export function chooseMode(given: ApikeyFlags): Mode {
-  const { expiry, ...rest } = given;
-  const flags: ApikeyFlags & { noExpiry?: boolean } = { ...rest, noExpiry: expiry === false || undefined };
+  const { expiry, rateLimit, ...rest } = given;
+  const flags: ApikeyFlags & { noExpiry?: boolean; noRateLimit?: boolean } = {
+    ...rest,
+    noExpiry: expiry === false || undefined,
+    noRateLimit: rateLimit === false || undefined,
+    rateLimit: typeof rateLimit === "string" ? rateLimit : undefined,
+  };
   const modes = MODES.filter((mode) => flags[mode]);
   if (modes.length !== 1) {
     throw new ServiceError(
@@ -169,6 +177,8 @@ export interface LifecycleValues {
   since?: number;
   /** audit, list --limit. */
   limit?: number;
+  /** create, update --rate-limit; update --no-rate-limit: []. */
+  rateLimits?: RateLimit[];
 }
 
 /**
@@ -188,5 +198,6 @@ export function lifecycleValues(flags: ApikeyFlags, now: number): LifecycleValue
     graceMs: flags.grace === undefined ? undefined : parseGrace(flags.grace),
     since: flags.since === undefined ? undefined : parseSince(flags.since, now),
     limit: limit === undefined ? undefined : Number(limit),
+    rateLimits: typeof flags.rateLimit === "string" ? parseRateLimits(flags.rateLimit) : flags.rateLimit === false ? [] : undefined,
   };
 }

@@ -6,6 +6,7 @@
 import { type ApiKeyInfo, permissionPairs } from "../core/model.ts";
 import { keyState, untilOf } from "../core/lifecycle.ts";
 import { formatLabels } from "../core/labels.ts";
+import { formatRateLimits } from "../core/rate-limits.ts";
 import { type Column, renderLines, renderTable } from "./table.ts";
 
 /** "2025-01-31T12:34:56.789Z" -> "2025-01-31 12:34" (UTC, as stored): the list and the delete screen. */
@@ -58,6 +59,7 @@ export function listColumns(now: number, keys: readonly ApiKeyInfo[] = []): Colu
     // Left out last of all, when the names would be cut below 12 columns otherwise.
     { header: "DESCRIPTION", cell: (k) => k.description ?? "", min: 4, soft: 12, first: true, dropOrder: 2, dropLate: true },
     { header: "LABELS", cell: (k) => formatLabels(k.labels), min: 4, soft: 12, first: true, dropOrder: 2 },
+    { header: "RATE LIMITS", cell: (k) => formatRateLimits(k.rateLimits), min: 4, soft: 10, first: true, dropOrder: 2 },
   ];
 }
 
@@ -75,6 +77,7 @@ export function listFields(now: number): ((key: ApiKeyInfo) => string)[] {
     (k) => k.graceUntil ?? "",
     (k) => keyState(k, now),
     (k) => formatLabels(k.labels),
+    (k) => formatRateLimits(k.rateLimits),
   ];
 }
 
@@ -98,7 +101,9 @@ export function stdoutView(env: Record<string, string | undefined> = globalThis.
 export function listTable(keys: ApiKeyInfo[], columns: number, now = Date.now()): string {
   // The LABELS column only when some key has labels: most stores have none, and the room goes to the rest.
   const labelled = keys.some((key) => key.labels);
-  return renderTable(listColumns(now, keys).filter((column) => labelled || column.header !== "LABELS"), keys, columns);
+  const limited = keys.some((key) => key.rateLimits);
+  const shown = (header: string) => (header !== "LABELS" || labelled) && (header !== "RATE LIMITS" || limited);
+  return renderTable(listColumns(now, keys).filter((column) => shown(column.header)), keys, columns);
 }
 
 /** One line per key, fields separated by a tab, no header: see docs/cli.md, "Listing keys". */

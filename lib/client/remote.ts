@@ -15,7 +15,7 @@ import * as v from "valibot";
 import { ServerText, untrustedText } from "./_untrusted.ts";
 import { remoteUsage } from "./_usage.ts";
 
-const FIELDS = "id name description roles createdAt permissions { resource actions } expiresAt lastUsedAt graceUntil labels { key value } disabled disabledReason";
+const FIELDS = "id name description roles createdAt permissions { resource actions } expiresAt lastUsedAt graceUntil labels { key value } disabled disabledReason rateLimits { limit durationMs }";
 const EVENT_FIELDS = "at action id name actor { kind user host id name } changed replaced";
 /** Events asked for in one `auditLog` answer: about 250 KB of JSON, and 1.2 MB at most, well under the client's 4 MiB. */
 const AUDIT_PAGE = 1_000;
@@ -39,9 +39,10 @@ const RawKeySchema = v.object({
   labels: v.nullish(v.array(v.object({ key: ServerText, value: ServerText }))),
   disabled: v.nullish(v.boolean()),
   disabledReason: v.nullish(ServerText),
+  rateLimits: v.nullish(v.array(v.object({ limit: v.number(), durationMs: v.number() }))),
 });
 type Nullable<T, K extends keyof T> = Omit<T, K> & { [P in K]?: T[P] | null };
-type RawKey = Nullable<Omit<ApiKeyInfo, "labels" | "disabled">, "description" | "expiresAt" | "lastUsedAt" | "graceUntil" | "disabledReason"> & {
+type RawKey = Nullable<Omit<ApiKeyInfo, "labels" | "disabled">, "description" | "expiresAt" | "lastUsedAt" | "graceUntil" | "disabledReason" | "rateLimits"> & {
   labels?: { key: string; value: string }[] | null;
   disabled?: boolean | null;
 };
@@ -78,7 +79,7 @@ const EventSchema = v.object({
 const AuditSchema = v.object({ auditLog: v.array(EventSchema) });
 
 /** The store's shape, field order included (GraphQL gives `null` for absent fields; the store leaves them out). */
-function toInfo({ id, name, description, roles, permissions, createdAt, expiresAt, lastUsedAt, graceUntil, labels, disabled, disabledReason }: RawKey): ApiKeyInfo {
+function toInfo({ id, name, description, roles, permissions, createdAt, expiresAt, lastUsedAt, graceUntil, labels, disabled, disabledReason, rateLimits }: RawKey): ApiKeyInfo {
   return {
     id,
     name,
@@ -91,6 +92,7 @@ function toInfo({ id, name, description, roles, permissions, createdAt, expiresA
     ...(graceUntil ? { graceUntil } : {}),
     ...(labels?.length ? { labels: Object.fromEntries(labels.map(({ key, value }) => [key, value])) } : {}),
     ...(disabled ? { disabled: true as const, ...(disabledReason ? { disabledReason } : {}) } : {}),
+    ...(rateLimits?.length ? { rateLimits } : {}),
   };
 }
 
@@ -163,6 +165,7 @@ export function createRemoteBackend(options: RemoteBackendOptions | { client: Cl
             overwrite,
             expiresAt: input.expiresAt,
             labels: labelList(input.labels),
+            rateLimits: input.rateLimits,
             // Durations are whole seconds (45s, 30m, ...); a fraction is rounded up, never cut short.
             graceSeconds: graceMs === undefined ? undefined : Math.ceil(graceMs / 1000),
           },

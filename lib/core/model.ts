@@ -31,6 +31,8 @@ export const ACTIONS = [
 ] as const;
 export type AuthAction = (typeof ACTIONS)[number];
 
+import type { RateLimit } from "./rate-limits.ts";
+
 /** The actions granted on one resource. */
 export interface Permission {
   resource: Resource;
@@ -57,6 +59,8 @@ export interface ApiKeyInfo {
   disabled?: true;
   /** Why it was disabled, as the operator said (validated like a description). */
   disabledReason?: string;
+  /** At most `limit` requests per `durationMs`, each (see lib/core/rate-limits.ts); absent: no limit. */
+  rateLimits?: RateLimit[];
 }
 
 /** A key as persisted: its public fields plus the SHA-256 (hex) of its secret, and its use counts. */
@@ -102,6 +106,8 @@ export interface CreateKeyInput {
   expiresAt?: string;
   /** Labels, at most 20 (see lib/core/labels.ts). */
   labels?: Record<string, string>;
+  /** Rate limits (see lib/core/rate-limits.ts); absent or []: none. */
+  rateLimits?: RateLimit[];
 }
 
 /** The fields an update may change; `expiresAt: null` removes an expiry. */
@@ -117,6 +123,8 @@ export interface KeyPatch {
   disabled?: boolean;
   /** With `disabled: true`: why (validated like a description); absent: no reason kept. */
   disabledReason?: string;
+  /** The whole new set of rate limits; `[]` removes them all. */
+  rateLimits?: RateLimit[];
 }
 
 /** Who made a change: a person at this host (the CLI, the library) or the key that called the service. */
@@ -140,7 +148,7 @@ export interface AuditEvent {
   id: string;
   name: string;
   actor: Actor;
-  /** update, disable, enable: the fields it changed (`name`, `description`, `roles`, `permissions`, `expiresAt`, `labels`, `disabled`, `disabledReason`). */
+  /** update, disable, enable: the fields it changed (`name`, `description`, `roles`, `permissions`, `expiresAt`, `labels`, `disabled`, `disabledReason`, `rateLimits`). */
   changed?: string[];
   /** overwrite: the id of the key it replaced. */
   replaced?: string;

@@ -47,6 +47,8 @@ type ApiKey {
   graceUntil: String
   "The operator's labels (key=value pairs, at most 20, sorted by key); they grant nothing."
   labels: [Label!]!
+  "At most limit requests per window of durationMs, each; [] for none. Over one, the service answers 429 (RATE_LIMITED) with Retry-After."
+  rateLimits: [RateLimit!]!
   "Where a page of apiKeys(first:, after:) ending with this key ends: pass it as after for the next page. Opaque."
   cursor: String!
 }
@@ -69,6 +71,17 @@ input LabelInput {
   value: String!
 }
 
+"A rate limit of a key: limit (1 to 1000000) requests per window of durationMs (whole seconds, 1000 to 2592000000)."
+type RateLimit {
+  limit: Int!
+  durationMs: Float!
+}
+
+input RateLimitInput {
+  limit: Int!
+  durationMs: Float!
+}
+
 "Who made a change. kind local: a person at a host (the CLI, the library), with user and host. kind key: the API key that called the service, with id and name."
 type AuditActor {
   "local or key."
@@ -89,7 +102,7 @@ type AuditEvent {
   id: PrefixedID!
   name: String!
   actor: AuditActor!
-  "update, disable, enable: the fields it changed (name, description, roles, permissions, expiresAt, labels, disabled, disabledReason)."
+  "update, disable, enable: the fields it changed (name, description, roles, permissions, expiresAt, labels, disabled, disabledReason, rateLimits)."
   changed: [String!]
   "overwrite: the id of the key it replaced."
   replaced: PrefixedID
@@ -142,6 +155,8 @@ input CreateApiKeyInput {
   graceSeconds: Int
   "Labels, at most 20."
   labels: [LabelInput!]
+  "Rate limits, at most 5, one per window."
+  rateLimits: [RateLimitInput!]
   "Presets (see apiKeyPresets), comma-separated: their roles and permissions are added to roles and permissions."
   preset: String
 }
@@ -156,6 +171,8 @@ input UpdateApiKeyInput {
   expiresAt: String
   "The whole new set of labels; [] removes them all; absent leaves them."
   labels: [LabelInput!]
+  "The whole new set of rate limits; [] removes them all; absent leaves them."
+  rateLimits: [RateLimitInput!]
 }
 
 input DeleteApiKeyInput {
@@ -241,6 +258,7 @@ export function createSchema(): GraphQLSchema {
   schema.getMutationType()!.getFields().apiKey.resolve = () => ({});
   const apiKey = (schema.getType("ApiKey") as GraphQLObjectType).getFields();
   apiKey.labels.resolve = (key: { labels?: Record<string, string> }) => Object.entries(key.labels ?? {}).map(([name, value]) => ({ key: name, value }));
+  apiKey.rateLimits.resolve = (key: { rateLimits?: unknown[] }) => key.rateLimits ?? [];
   for (const [name, resolve] of Object.entries(API_KEY_USAGE_FIELDS)) apiKey[name].resolve = resolve as GraphQLFieldResolver<unknown, GraphQLContext>;
   apiKey.cursor.resolve = cursorOf;
   // Reaching Info at all needed INFO:READ_ANY (checked on Query.info); its fields need nothing more.

@@ -59,7 +59,7 @@ export function createCors(origins: readonly string[] | string | undefined): Cor
     if (origin === null || !(any || allowed.has(origin))) return {};
     return {
       "access-control-allow-origin": any ? "*" : origin,
-      "access-control-expose-headers": "www-authenticate, retry-after",
+      "access-control-expose-headers": "www-authenticate, retry-after, ratelimit, ratelimit-policy",
     };
   };
   return {

@@ -19,6 +19,8 @@ import { createOutageTracker } from "./outage.ts";
 import { createAnswerCache } from "./answer-cache.ts";
 import { createGraphQLRoute } from "./route.ts";
 import { startLastUse } from "./last-use.ts";
+import { limited } from "./rate-limit.ts";
+import { createMemoryRateLimiter } from "../store/rate-limiter.ts";
 import {
   createErrorFormatter,
   errorResponse,
@@ -69,6 +71,7 @@ interface EndpointParts {
 function graphqlEndpoint({ options, outage, lastUse, onError, failure }: EndpointParts) {
   const { store, observer } = options;
   const verify = store.verifyNow?.bind(store) ?? ((secret: string) => store.verify(secret));
+  const limiter = store.rateLimiter ?? createMemoryRateLimiter();
   const limit = options.maxBodyBytes ?? MAX_BODY_BYTES;
   const answers = createAnswerCache();
   const cors = createCors(options.corsOrigins);
@@ -109,13 +112,20 @@ function graphqlEndpoint({ options, outage, lastUse, onError, failure }: Endpoin
       if (!key) return refused(request, secret); // only now, for the message: a second read, never a write
       lastUse?.seen(key.id); // remembered answers included: the key authenticated this request
       trace.key = key;
-      const body = request.method === "POST" ? request.body() : "";
-      if (!isPromise(body)) return answer(request, key, body, mediaType, trace);
-      // The body came after the head, maybe much later (up to the request timeout): the key is checked
-      // again once it is in, with a revision read of its own, so a revocation or an update finished
-      // before the body was sent applies to it.
-      return body.then((body) => after(verify(secret), (again) => (again ? answer(request, again, body, mediaType, trace) : refused(request, secret))));
+      // Only a key with limits is counted: one without costs nothing more.
+      if (!key.rateLimits) return proceed(request, secret, key, mediaType, trace);
+      return limited(limiter, key, Date.now(), () => proceed(request, secret, key, mediaType, trace));
     });
+  };
+
+  /** A verified key's request: its body read, the key checked again if that came later, then answered. */
+  const proceed = (request: ServiceRequest, secret: string, key: VerifiedKey, mediaType: GraphQLMediaType, trace: Trace): MaybePromise<ServiceResponse> => {
+    const body = request.method === "POST" ? request.body() : "";
+    if (!isPromise(body)) return answer(request, key, body, mediaType, trace);
+    // The body came after the head, maybe much later (up to the request timeout): the key is checked
+    // again once it is in, with a revision read of its own, so a revocation or an update finished
+    // before the body was sent applies to it.
+    return body.then((body) => after(verify(secret), (again) => (again ? answer(request, again, body, mediaType, trace) : refused(request, secret))));
   };
 
   /** A /graphql answer as sent: in the media type negotiated, private, with CORS. */

@@ -48,6 +48,7 @@ async function writeRecord(ctx: StoreContext, input: CreateKeyInput): Promise<{ 
     createdAt: iso(now()),
     ...(input.expiresAt ? { expiresAt: input.expiresAt } : {}),
     ...(input.labels ? { labels: { ...input.labels } } : {}),
+    ...(input.rateLimits?.length ? { rateLimits: input.rateLimits.map((l) => ({ ...l })) } : {}),
     hash: sha256Hex(secret),
   };
   // They can be written together.

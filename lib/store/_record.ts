@@ -19,13 +19,17 @@ const isUsage = (value: unknown) =>
   value === undefined || (isObject(value) && isCount(value.total) && isObject(value.days) && !Array.isArray(value.days) &&
     Object.entries(value.days).every(([day, count]) => DAY.test(day) && isCount(count)));
 
+/** Absent, or `[{ limit, durationMs }]` with whole positive numbers (their bounds were checked when written). */
+const isRateLimits = (value: unknown) =>
+  value === undefined || (Array.isArray(value) && value.every((l) => isObject(l) && isCount(l.limit) && isCount(l.durationMs) && l.limit !== 0 && l.durationMs !== 0));
+
 /** True when `value` is a whole key record stored under `id`. */
 export function isStoredKey(value: unknown, id: string): value is StoredKey {
   if (!isObject(value)) return false;
   const { name, description, roles, permissions, createdAt, hash, expiresAt, lastUsedAt, graceUntil, labels, disabled, disabledReason } = value;
   return value.id === id && typeof name === "string" && (description === undefined || typeof description === "string") &&
     isTime(expiresAt) && isTime(lastUsedAt) && isTime(graceUntil) && (disabled === undefined || disabled === true) &&
-    (disabledReason === undefined || typeof disabledReason === "string") && isUsage(value.usage) &&
+    (disabledReason === undefined || typeof disabledReason === "string") && isUsage(value.usage) && isRateLimits(value.rateLimits) &&
     (labels === undefined || (isObject(labels) && !Array.isArray(labels) && Object.values(labels).every((v) => typeof v === "string"))) &&
     isStrings(roles) && typeof createdAt === "string" && typeof hash === "string" && HASH.test(hash) &&
     Array.isArray(permissions) && permissions.every((p) => isObject(p) && typeof p.resource === "string" && isStrings(p.actions));

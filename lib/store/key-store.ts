@@ -85,6 +85,7 @@ import { createRotate } from "./_rotate.ts";
 import { createTransfer } from "./_transfer.ts";
 import { createRetired, createReuseAudit, DEFAULT_RETIRED_RETENTION_MS } from "./_retired.ts";
 import { createUsage } from "./_usage.ts";
+import { createMemoryRateLimiter } from "./rate-limiter.ts";
 
 export { type AtomicIndex, createLocalAtomicIndex } from "./atomic.ts";
 import { createLocalAtomicIndex } from "./atomic.ts";
@@ -106,7 +107,7 @@ export type {
 import type { KeyStore, KeyStoreOptions } from "./types.ts";
 
 const REVISION = "meta:revision";
-const UPDATABLE = ["name", "description", "roles", "permissions", "expiresAt", "labels", "disabled", "disabledReason"] as const;
+const UPDATABLE = ["name", "description", "roles", "permissions", "expiresAt", "labels", "disabled", "disabledReason", "rateLimits"] as const;
 
 /**
  * Creates a key store over an unstorage `Storage`.
@@ -176,6 +177,8 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
   const usage = createUsage(ctx, { verify, explain }, options.useRecorder);
 
   const store: KeyStore = {
+    rateLimiter: options.rateLimiter ?? createMemoryRateLimiter(),
+
     create: (input, options) => guard("create a key", () => create(input, options)),
 
     rotate: (id, options) => guard("rotate a key", () => rotate(id, options)),
@@ -205,6 +208,7 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
           if (patch.description !== undefined && !patch.description) delete next.description;
           if (patch.expiresAt === null) delete next.expiresAt;
           if (patch.labels !== undefined && Object.keys(patch.labels).length === 0) delete next.labels;
+          if (patch.rateLimits?.length === 0) delete next.rateLimits;
           // Kept only while disabled: `disabled: true` and the reason given with the disable (none given: none kept).
           if (patch.disabled === true && patch.disabledReason === undefined) delete next.disabledReason;
           if (patch.disabled === false) delete next.disabled, delete next.disabledReason;

@@ -20,11 +20,12 @@ import * as v from "valibot";
 import { isStoredKey } from "./_record.ts";
 import { MAX_EXPIRY_MS, MAX_GRACE_MS } from "../core/lifecycle.ts";
 import { checkLabels } from "../core/labels.ts";
+import { checkRateLimits } from "../core/rate-limits.ts";
 import { auditEventOf } from "./audit.ts";
 
 export const EXPORT_FORMAT = "service-api-keys";
 export const EXPORT_VERSION = 1;
-const KEY_FIELDS = new Set(["type", "id", "name", "description", "roles", "permissions", "createdAt", "expiresAt", "lastUsedAt", "graceUntil", "labels", "hash", "disabled", "disabledReason", "usage"]);
+const KEY_FIELDS = new Set(["type", "id", "name", "description", "roles", "permissions", "createdAt", "expiresAt", "lastUsedAt", "graceUntil", "labels", "hash", "disabled", "disabledReason", "usage", "rateLimits"]);
 const HEADER_FIELDS = new Set(["format", "version", "exportedAt", "keys", "auditEvents"]);
 
 /** A key read from an export, with the line it came from (for messages). */
@@ -88,6 +89,13 @@ function keyProblem(value: Record<string, unknown>, now: number): string | undef
   }
   const times = timeProblem(record, now);
   if (times) return times;
+  if (record.rateLimits !== undefined) {
+    try {
+      if (JSON.stringify(checkRateLimits(record.rateLimits)) !== JSON.stringify(record.rateLimits)) return "rateLimits are not in stored form";
+    } catch (error) {
+      return (error as Error).message;
+    }
+  }
   const roles = record.roles as string[];
   const permissions = record.permissions as { resource: string; actions: string[] }[];
   const badRole = roles.find((role) => !ROLES.includes(role as never));

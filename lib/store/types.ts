@@ -2,6 +2,7 @@
  * The key store's contract: what `createKeyStore` takes and what every store (files, memory, Redis, and the
  * remote backend's subset) promises its callers.
  */
+import type { RateLimiter } from "./rate-limiter.ts";
 import type { Storage } from "unstorage";
 import type { Actor, ApiKeyInfo, AuditEvent, CreatedKey, CreateKeyInput, KeyPatch, KeyUsage, KeyVerification, Permission, StoredKey } from "../core/model.ts";
 import type { ExportedKey } from "./transfer.ts";
@@ -9,6 +10,8 @@ import type { AtomicIndex } from "./atomic.ts";
 import type { AuditLog, AuditQuery } from "./audit.ts";
 
 export interface KeyStoreOptions {
+  /** Counts requests against keys' rate limits; defaults to one in this process (`createMemoryRateLimiter`). */
+  rateLimiter?: RateLimiter;
   /** Where keys live; defaults to an in-memory storage. */
   storage?: Storage;
   /** Atomic index operations for that storage; defaults to an in-process mutex. */
@@ -133,6 +136,8 @@ export interface VerifyOptions {
 }
 
 export interface KeyStore {
+  /** Counts requests against keys' rate limits (see rate-limiter.ts): the service asks it for keys that have limits. */
+  rateLimiter?: RateLimiter;
   /** Creates a key and returns it with its secret, the only time the secret is available. */
   create(input: CreateKeyInput, options?: CreateOptions): Promise<CreatedKey>;
   /**

@@ -33,6 +33,7 @@ import { type AuditLog, auditEventOf, byTime, CLOCK_SKEW_MS, selectEvents } from
 import type { AuditEvent } from "../../core/model.ts";
 import { checkReplies, guardReplies, isCount, isFlag, okOrNil, type Shape, storedOrNil } from "./_redis-desync.ts";
 import { redactRedisUrl, redisRedactor } from "./_redis-url.ts";
+import { createRedisRateLimiter, type RateLimiter } from "../rate-limiter.ts";
 
 /** Compare and delete in one step on the server: the entry goes only if it still holds the expected value. */
 const TAKE_IF = `if redis.call("GET", KEYS[1]) == ARGV[1] then
@@ -96,6 +97,8 @@ export interface RedisBackend {
   atomic: AtomicIndex;
   /** The audit trail: a capped stream beside the keys. */
   audit: AuditLog;
+  /** Keys' rate-limit counters, beside the keys: exact across every server sharing this Redis. */
+  rateLimiter: RateLimiter;
   dispose: () => Promise<void>;
 }
 
@@ -342,10 +345,12 @@ export async function openRedisBackend(url: string, options: RedisBackendOptions
     }),
   };
 
+  const rateLimiter = createRedisRateLimiter(client, (id, ms) => redisKey(`ratelimit:${id}:${ms}`), (error) => failure(error ?? outOfStep()));
   return {
     storage,
     atomic,
     audit,
+    rateLimiter,
     dispose: async () => {
       client.disconnect();
     },
