@@ -31,6 +31,11 @@ export interface AuditLog {
   append(event: AuditEvent): Promise<void>;
   /** Events matching `query`, oldest first. */
   read(query?: AuditQuery): Promise<AuditEvent[]>;
+  /**
+   * False while a log on a disk that filled up has spent the room it keeps in reserve: writes that are
+   * only nice to have (a retired secret's entry) then leave the space to the events. Absent: always room.
+   */
+  hasRoom?(): Promise<boolean>;
 }
 
 /** Events a memory log keeps; older ones are dropped, as a capped log on disk or in Redis drops them. */

@@ -124,7 +124,12 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
   const auditLog = options.audit ?? createMemoryAuditLog();
   const now = options.now ?? Date.now;
   const retired = createRetired(storage, { retentionMs: options.retiredRetentionMs ?? DEFAULT_RETIRED_RETENTION_MS, now, iso });
-  const entries = createEntries(storage, debug, retired.retire);
+  // A retired secret's entry is best effort: on a disk that filled up, the room goes to the audit events.
+  const retire: typeof retired.retire = async (key) => {
+    if (auditLog.hasRoom && !(await auditLog.hasRoom())) return debug(`store: the secret of key ${key.id} is not retired: the disk was full`);
+    await retired.retire(key);
+  };
+  const entries = createEntries(storage, debug, retire);
   const { nameKey, readRecord, readId, live, discard } = entries;
 
   const ctx: StoreContext = {

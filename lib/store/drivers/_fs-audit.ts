@@ -181,6 +181,8 @@ export function createFsAuditLog({ dir, trust, files, durable, debug }: FsAuditC
   };
 
   return {
+    hasRoom: async () => ((await files.lstat(reservePath).catch(() => undefined))?.size ?? 0) >= reserveBytes,
+
     async append(event) {
       const checked = auditEventOf(event);
       if (!checked) throw new TypeError("Not an audit event");
