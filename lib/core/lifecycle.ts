@@ -43,8 +43,13 @@ export function parseDuration(text: unknown, flag: string): number {
   return ms;
 }
 
-/** An ISO 8601 instant in milliseconds; the zone is required with a time. */
-export function parseInstant(text: unknown, flag: string): number {
+const INSTANT_FORM = "an ISO 8601 time with its zone, like 2026-12-31T18:00:00Z or 2026-12-31";
+
+/**
+ * An ISO 8601 instant in milliseconds; the zone is required with a time. `forms` says what the flag takes,
+ * for the message of a value that is none of them.
+ */
+export function parseInstant(text: unknown, flag: string, forms = INSTANT_FORM): number {
   const value = typeof text === "string" ? text.trim() : "";
   const match = ISO_TIME.exec(value);
   if (match && !isRealTime(match)) {
@@ -54,7 +59,7 @@ export function parseInstant(text: unknown, flag: string): number {
   if (!Number.isFinite(ms)) {
     throw new ServiceError(
       "INVALID_INPUT",
-      `${flag} needs an ISO 8601 time with its zone, like 2026-12-31T18:00:00Z or 2026-12-31 (got '${String(text ?? "")}')`,
+      `${flag} needs ${forms} (got '${redactSecrets(String(text ?? ""))}')`,
     );
   }
   return ms;
@@ -101,15 +106,7 @@ export function parseGrace(text: unknown): number {
  */
 export function parseSince(text: unknown, now: number, flag = "--since"): number {
   if (typeof text === "string" && DURATION.test(text.trim())) return now - parseDuration(text, flag);
-  try {
-    return parseInstant(text, flag);
-  } catch (error) {
-    // Either form is taken here: say so, not only the one the text failed as.
-    if (error instanceof ServiceError && / needs an ISO 8601 time/.test(error.message)) {
-      throw new ServiceError("INVALID_INPUT", `${flag} needs a duration back from now (45s, 30m, 12h, 7d) or an ISO 8601 time with its zone, like 2026-12-31T18:00:00Z (got '${redactSecrets(String(text ?? ""))}')`);
-    }
-    throw error;
-  }
+  return parseInstant(text, flag, "a duration back from now (45s, 30m, 12h, 7d) or an ISO 8601 time with its zone, like 2026-12-31T18:00:00Z");
 }
 
 /** Milliseconds since the epoch for a stored ISO time, Infinity when absent (never). */
