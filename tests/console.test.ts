@@ -8,7 +8,7 @@ import { gzipSync } from "node:zlib";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ROOT, tempDir } from "./helpers/cli.ts";
-import { startServer } from "./helpers/server.ts";
+import { startServer, startTracedServer } from "./helpers/server.ts";
 import { ARTEFACTS, axeViolations, launch, tabTo, unnamedControls, watch } from "./helpers/browser.ts";
 import { createKeyStore } from "../lib/store/key-store.ts";
 import { serve, type RunningServer } from "../lib/http/serve.ts";
@@ -363,16 +363,12 @@ describe("console headers", () => {
 
   it("is not loaded when the service starts, only on a browser's first request", async () => {
     const tmp = tempDir();
-    const trace = join(tmp.dir, "trace.txt");
-    const cli = await startServer({
-      store: join(tmp.dir, "keys"),
-      env: { NODE_OPTIONS: `--import ${join(ROOT, "tests/fixtures/trace-register.mjs")}`, TRACE_FILE: trace },
-    });
+    const cli = await startTracedServer(tmp.dir);
     try {
       expect((await get(cli.url, "/healthz")).status).toBe(200);
-      expect(readFileSync(trace, "utf8")).not.toMatch(/chunks\/console-assets-/);
+      expect(cli.loaded()).not.toMatch(/chunks\/console-assets-/);
       expect((await get(cli.url, "/console")).status).toBe(200);
-      expect(readFileSync(trace, "utf8")).toMatch(/dist\/lazy\/chunks\/console-assets-\w+\.js/);
+      expect(cli.loaded()).toMatch(/dist\/lazy\/chunks\/console-assets-\w+\.js/);
     } finally {
       await cli.stop();
       tmp.cleanup();

@@ -10,7 +10,7 @@ import { brotliDecompressSync, gunzipSync } from "node:zlib";
 import { chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ROOT, tempDir } from "./helpers/cli.ts";
-import { startServer } from "./helpers/server.ts";
+import { startServer, startTracedServer } from "./helpers/server.ts";
 import { createKeyStore } from "../lib/store/key-store.ts";
 import { generateSecret } from "../lib/core/secret.ts";
 import { serve, type RunningServer } from "../lib/http/serve.ts";
@@ -202,18 +202,14 @@ describe("explorer in the CLI's service", () => {
   afterAll(() => tmp.cleanup());
 
   it("is not loaded when the service starts, only on a browser's first request", async () => {
-    const trace = join(tmp.dir, "trace.txt");
-    const cli = await startServer({
-      store: join(tmp.dir, "keys"),
-      env: { NODE_OPTIONS: `--import ${join(ROOT, "tests/fixtures/trace-register.mjs")}`, TRACE_FILE: trace },
-    });
+    const cli = await startTracedServer(tmp.dir);
     try {
       expect((await get(cli.url, "/healthz")).status).toBe(200);
       // (The worktree's own path may hold the word "explorer": look for the chunk and the assets.)
-      expect(readFileSync(trace, "utf8")).not.toMatch(/chunks\/explorer-|dist\/explorer\//);
+      expect(cli.loaded()).not.toMatch(/chunks\/explorer-|dist\/explorer\//);
       const page = await get(cli.url, "/graphql", { accept: "text/html" });
       expect(page.status).toBe(200);
-      expect(readFileSync(trace, "utf8")).toMatch(/dist\/lazy\/chunks\/explorer-\w+\.js/);
+      expect(cli.loaded()).toMatch(/dist\/lazy\/chunks\/explorer-\w+\.js/);
     } finally {
       await cli.stop();
     }

@@ -1,13 +1,12 @@
 // Key lifecycle in the service: expiry and grace periods at the exact instant, with a clock the
 // test controls (the store's `now`), remembered verifications and answers included; last use coalesced by
 // each server (the recorder's `now`), written off the request path and flushed when the server closes.
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createStorage } from "unstorage";
 import type { Role } from "../lib/core/model.ts";
 import { createKeyStore, type KeyStore } from "../lib/store/key-store.ts";
 import type { KeyUse } from "../lib/store/types.ts";
-import { type RunningServer, serve } from "../lib/http/serve.ts";
-import { gql, startServer } from "./helpers/server.ts";
+import { gql, inProcessServers, startServer } from "./helpers/server.ts";
 import { runCli, tempDir } from "./helpers/cli.ts";
 import { resolveLastUse } from "../lib/cli/commands/serve.ts";
 import { dependsOnKeyOnly, parseDocument } from "../lib/graphql/schema.ts";
@@ -17,16 +16,7 @@ const T0 = Date.parse("2030-01-01T00:00:00.000Z");
 const iso = (ms: number) => new Date(ms).toISOString();
 const EXPIRED = /^Expired API key/;
 
-let open: RunningServer[] = [];
-afterEach(async () => {
-  await Promise.all(open.map((s) => s.close()));
-  open = [];
-});
-const start = async (options: Parameters<typeof serve>[0]) => {
-  const server = await serve({ port: 0, onError: (e) => console.error(e), storeStatus: { down: () => {}, up: () => {} }, ...options });
-  open.push(server);
-  return server;
-};
+const start = inProcessServers();
 const make = (store: KeyStore, name: string, roles: Role[] = ["ADMIN"], expiresAt?: string) =>
   store.create({ name, roles, permissions: [], ...(expiresAt ? { expiresAt } : {}) });
 

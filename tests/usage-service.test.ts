@@ -1,32 +1,22 @@
 // Usage control in the service: a disabled key refused (401, KEY_DISABLED) by two servers sharing one
 // redis-server from the request after the CLI's disable; use counts coalesced off the request path and
 // shown by GraphQL, the CLI and remote mode; verifyApiKey for services that are not ours.
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Role } from "../lib/core/model.ts";
 import { createKeyStore, type KeyStore } from "../lib/store/key-store.ts";
 import type { KeyUse } from "../lib/store/types.ts";
-import { type RunningServer, serve } from "../lib/http/serve.ts";
 import { createRemoteBackend } from "../lib/client/remote.ts";
 import { execFile } from "node:child_process";
 import { chmodSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ROOT, runCli, tempDir } from "./helpers/cli.ts";
 import { type RedisServer, startRedis } from "./helpers/redis.ts";
-import { gql, type ServerProcess, startServer } from "./helpers/server.ts";
+import { gql, type ServerProcess, inProcessServers, startServer } from "./helpers/server.ts";
 
 const today = () => new Date().toISOString().slice(0, 10);
 const make = (store: KeyStore, name: string, roles: Role[] = ["ADMIN"]) => store.create({ name, roles, permissions: [] });
 
-let open: RunningServer[] = [];
-afterEach(async () => {
-  await Promise.all(open.map((s) => s.close()));
-  open = [];
-});
-const start = async (options: Parameters<typeof serve>[0]) => {
-  const server = await serve({ port: 0, onError: (e) => console.error(e), storeStatus: { down: () => {}, up: () => {} }, ...options });
-  open.push(server);
-  return server;
-};
+const start = inProcessServers();
 
 describe("use counts in the service", () => {
   it("counts each request per key per day with a few coalesced writes, and shows them in ApiKey.usage", async () => {

@@ -1,7 +1,10 @@
 // Runs `service-api serve --port 0` as a child process (the built CLI, or Deno on the sources) and
 // hands back its URL; `stop()` sends a signal and resolves with how the process ended.
 import { type ChildProcess, spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { afterEach } from "vitest";
+import { type RunningServer, serve } from "../../lib/http/serve.ts";
 import { CLI, ROOT } from "./cli.ts";
 
 export interface ServerProcess {
@@ -89,4 +92,31 @@ export async function gql(
   });
   const text = await response.text();
   return { status: response.status, headers: response.headers, body: text ? JSON.parse(text) : null };
+}
+
+/**
+ * `serve()` in this process on port 0, quiet about the store's state, each server closed after its test:
+ * `const start = inProcessServers();` at the top of a file, then `await start({ store })` in a test.
+ */
+export function inProcessServers(): (options: Parameters<typeof serve>[0]) => Promise<RunningServer> {
+  let open: RunningServer[] = [];
+  afterEach(async () => {
+    await Promise.all(open.map((s) => s.close()));
+    open = [];
+  });
+  return async (options) => {
+    const server = await serve({ port: 0, onError: (e) => console.error(e), storeStatus: { down: () => {}, up: () => {} }, ...options });
+    open.push(server);
+    return server;
+  };
+}
+
+/** `serve` as a child process on a store in `dir`, with every module it loads written to a trace: `loaded()` reads it. */
+export async function startTracedServer(dir: string): Promise<ServerProcess & { loaded(): string }> {
+  const trace = join(dir, "trace.txt");
+  const server = await startServer({
+    store: join(dir, "keys"),
+    env: { NODE_OPTIONS: `--import ${join(ROOT, "tests/fixtures/trace-register.mjs")}`, TRACE_FILE: trace },
+  });
+  return Object.assign(server, { loaded: () => readFileSync(trace, "utf8") });
 }
