@@ -2,11 +2,11 @@
 // copy of lib/core/errors.ts; an error thrown there must still be recognised as a ServiceError (exit status,
 // message) by the start-up bundle's copy. isServiceError() does that by shape, without a prototype brand.
 import { expect, it } from "vitest";
-import { isServiceError, ServiceError } from "../lib/core/errors.ts";
-import { ClientError } from "../lib/client/client.ts";
+import { isServiceError, ServiceError } from "../../lib/core/errors.ts";
+import { ClientError } from "../../lib/client/client.ts";
 
 it("recognises a ServiceError made by another copy of the module, and nothing else", async () => {
-  const copy = (await import("../lib/core/errors.ts?another-copy")) as typeof import("../lib/core/errors.ts");
+  const copy = (await import("../../lib/core/errors.ts?another-copy")) as typeof import("../../lib/core/errors.ts");
   expect(copy.ServiceError).not.toBe(ServiceError);
   const foreign = new copy.ServiceError("CANCELLED", "Cancelled");
   expect(isServiceError(foreign)).toBe(true);

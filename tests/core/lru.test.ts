@@ -1,6 +1,6 @@
 // The bounded map behind the document, verification and answer caches.
 import { expect, it } from "vitest";
-import { createLru } from "../lib/core/_lru.ts";
+import { createLru } from "../../lib/core/_lru.ts";
 
 it("never holds more than its bound, and evicts the least recently used entry first", () => {
   const lru = createLru<string, number>(4);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { ACTIONS, type Permission, RESOURCES, type Role } from "../lib/core/model.ts";
-import { can, canGrant, effectivePermissions, escalation } from "../lib/core/policy.ts";
+import { ACTIONS, type Permission, RESOURCES, type Role } from "../../lib/core/model.ts";
+import { can, canGrant, effectivePermissions, escalation } from "../../lib/core/policy.ts";
 
 const key = (roles: Role[], permissions: Permission[] = []) => ({ roles, permissions });
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { NameSchema, parseCreateInput, parseInput } from "../lib/core/input.ts";
-import { ServiceError } from "../lib/core/errors.ts";
-import { generateSecret } from "../lib/core/secret.ts";
+import { NameSchema, parseCreateInput, parseInput } from "../../lib/core/input.ts";
+import { ServiceError } from "../../lib/core/errors.ts";
+import { generateSecret } from "../../lib/core/secret.ts";
 
 const fails = (fn: () => unknown, message: string) => {
   try {
@@ -81,7 +81,7 @@ describe("create input", () => {
 
 describe("a secret pasted into --description", () => {
   it("is refused by the CLI with exit 2, not echoed, and nothing is stored", async () => {
-    const { cliWithStore } = await import("./helpers/cli.ts");
+    const { cliWithStore } = await import("../helpers/cli.ts");
     const { cli, cleanup } = cliWithStore();
     try {
       const secret = generateSecret();
@@ -99,8 +99,8 @@ describe("a secret pasted into --description", () => {
 
 describe("a secret pasted into a GraphQL description", () => {
   it("is refused on create and on update, and the stored description is unchanged", async () => {
-    const { createKeyStore } = await import("../lib/store/key-store.ts");
-    const { createHandler } = await import("../lib/http/fetch.ts");
+    const { createKeyStore } = await import("../../lib/store/key-store.ts");
+    const { createHandler } = await import("../../lib/http/fetch.ts");
     const store = createKeyStore();
     const handler = createHandler({ store, onError: () => {} });
     const admin = await store.create({ name: "admin", roles: ["ADMIN"], permissions: [] });

@@ -4,12 +4,12 @@
 // it into exit 2 and one line on stderr and creates nothing. Forged and truncated keys never verify.
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ServiceError } from "../lib/core/errors.ts";
-import { NAME_MAX, parseCreateInput } from "../lib/core/input.ts";
-import { ACTIONS, RESOURCES, ROLES } from "../lib/core/model.ts";
-import { generateSecret, SECRET_PREFIX } from "../lib/core/secret.ts";
-import { createKeyStore, type KeyStore } from "../lib/store/key-store.ts";
-import { cliWithStore } from "./helpers/cli.ts";
+import { ServiceError } from "../../lib/core/errors.ts";
+import { NAME_MAX, parseCreateInput } from "../../lib/core/input.ts";
+import { ACTIONS, RESOURCES, ROLES } from "../../lib/core/model.ts";
+import { generateSecret, SECRET_PREFIX } from "../../lib/core/secret.ts";
+import { createKeyStore, type KeyStore } from "../../lib/store/key-store.ts";
+import { cliWithStore } from "../helpers/cli.ts";
 
 // Characters attackers use to spoof, smuggle or break things.
 const NASTY = [

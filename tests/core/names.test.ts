@@ -1,12 +1,12 @@
 // Names that are invisible or could pass for another key's name are refused on create and rename;
 // lookups keep the basic rule (letters, digits, spaces) so every stored key can still be deleted.
 import { afterAll, describe, expect, it } from "vitest";
-import { LookupNameSchema, NameSchema, parseInput } from "../lib/core/input.ts";
-import { ServiceError } from "../lib/core/errors.ts";
-import { isPlainName, nameLookAlikeProblem, unicodeLookAlikeProblem } from "../lib/core/_names.ts";
-import { createKeyStore } from "../lib/store/key-store.ts";
-import { generateSecret } from "../lib/core/secret.ts";
-import { cliWithStore } from "./helpers/cli.ts";
+import { LookupNameSchema, NameSchema, parseInput } from "../../lib/core/input.ts";
+import { ServiceError } from "../../lib/core/errors.ts";
+import { isPlainName, nameLookAlikeProblem, unicodeLookAlikeProblem } from "../../lib/core/_names.ts";
+import { createKeyStore } from "../../lib/store/key-store.ts";
+import { generateSecret } from "../../lib/core/secret.ts";
+import { cliWithStore } from "../helpers/cli.ts";
 
 const problem = (name: string): string | null => {
   try {

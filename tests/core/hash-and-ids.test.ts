@@ -1,7 +1,7 @@
 // The store's one SHA-256 (`sha256Hex`, platform crypto) on known vectors, and the ids a create gives.
 import { describe, expect, it } from "vitest";
-import { cliWithStore } from "./helpers/cli.ts";
-import { sha256Hex } from "../lib/core/secret.ts";
+import { cliWithStore } from "../helpers/cli.ts";
+import { sha256Hex } from "../../lib/core/secret.ts";
 
 describe("sha256Hex", () => {
   it("matches the FIPS 180-4 examples", () => {

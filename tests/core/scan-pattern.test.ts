@@ -3,10 +3,10 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { generateSecret, isWellFormedSecret } from "../lib/core/secret.ts";
-import { maskToken, TOKEN_REGEX_SOURCE, tokenAt } from "../lib/core/scan-pattern.ts";
-import { type Found, scanSource } from "../lib/cli/scan-source.ts";
-import { ROOT } from "./helpers/cli.ts";
+import { generateSecret, isWellFormedSecret } from "../../lib/core/secret.ts";
+import { maskToken, TOKEN_REGEX_SOURCE, tokenAt } from "../../lib/core/scan-pattern.ts";
+import { type Found, scanSource } from "../../lib/cli/scan-source.ts";
+import { ROOT } from "../helpers/cli.ts";
 
 const ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 const bytes = (text: string) => new TextEncoder().encode(text);

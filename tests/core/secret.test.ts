@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { generateSecret, isWellFormedSecret, SECRET_PREFIX, sha256Hex } from "../lib/core/secret.ts";
+import { generateSecret, isWellFormedSecret, SECRET_PREFIX, sha256Hex } from "../../lib/core/secret.ts";
 
 describe("secrets", () => {
   it("have the prefix, 49 base62 characters, and are all different", () => {
