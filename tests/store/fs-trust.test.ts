@@ -6,9 +6,9 @@ import { chmodSync, cpSync, mkdirSync, readdirSync, renameSync, statSync, symlin
 import { join } from "node:path";
 import { execFileSync, spawn } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CLI, ROOT, runCli, type RunResult } from "./helpers/cli.ts";
-import { AS_NOBODY, isRoot, NOBODY, NOT_ROOT, sharedScratch } from "./helpers/users.ts";
-import { gql, type ServerProcess } from "./helpers/server.ts";
+import { CLI, ROOT, runCli, type RunResult } from "../helpers/cli.ts";
+import { AS_NOBODY, isRoot, NOBODY, NOT_ROOT, sharedScratch } from "../helpers/users.ts";
+import { gql, type ServerProcess } from "../helpers/server.ts";
 
 
 /** Runs a command as the second user and waits for it. */

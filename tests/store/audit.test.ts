@@ -9,15 +9,15 @@ import { join } from "node:path";
 import Redis from "ioredis";
 import { createStorage } from "unstorage";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import type { Actor, AuditEvent } from "../lib/core/model.ts";
-import { sha256Hex } from "../lib/core/secret.ts";
-import { type AuditLog, createMemoryAuditLog, localActor } from "../lib/store/audit.ts";
-import { fsDriver } from "../lib/store/drivers/fs.ts";
-import { openRedisBackend } from "../lib/store/drivers/redis.ts";
-import { createKeyStore, createLocalAtomicIndex, type KeyStore } from "../lib/store/key-store.ts";
-import { ROOT, tempDir } from "./helpers/cli.ts";
-import { type RedisServer, startRedis } from "./helpers/redis.ts";
-import { input } from "./helpers/keys.ts";
+import type { Actor, AuditEvent } from "../../lib/core/model.ts";
+import { sha256Hex } from "../../lib/core/secret.ts";
+import { type AuditLog, createMemoryAuditLog, localActor } from "../../lib/store/audit.ts";
+import { fsDriver } from "../../lib/store/drivers/fs.ts";
+import { openRedisBackend } from "../../lib/store/drivers/redis.ts";
+import { createKeyStore, createLocalAtomicIndex, type KeyStore } from "../../lib/store/key-store.ts";
+import { ROOT, tempDir } from "../helpers/cli.ts";
+import { type RedisServer, startRedis } from "../helpers/redis.ts";
+import { input } from "../helpers/keys.ts";
 
 interface Opened {
   now?: () => number;

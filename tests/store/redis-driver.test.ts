@@ -2,11 +2,11 @@
 // recovering without a restart once it is back (what a long-running server relies on).
 import { createServer, type Server } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { openKeyStore, parseStoreSpec } from "../lib/store/config.ts";
-import { openRedisBackend } from "../lib/store/drivers/redis.ts";
-import { ServiceError } from "../lib/core/errors.ts";
-import { createKeyStore, type KeyStore } from "../lib/store/key-store.ts";
-import { freePort, redisCommand, type RedisServer, startRedis } from "./helpers/redis.ts";
+import { openKeyStore, parseStoreSpec } from "../../lib/store/config.ts";
+import { openRedisBackend } from "../../lib/store/drivers/redis.ts";
+import { ServiceError } from "../../lib/core/errors.ts";
+import { createKeyStore, type KeyStore } from "../../lib/store/key-store.ts";
+import { freePort, redisCommand, type RedisServer, startRedis } from "../helpers/redis.ts";
 
 const input = (name: string) => ({ name, roles: ["VIEWER" as const], permissions: [] });
 

@@ -5,14 +5,14 @@
 import { join } from "node:path";
 import { createStorage } from "unstorage";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { fsDriver } from "../lib/store/drivers/fs.ts";
-import { openRedisBackend } from "../lib/store/drivers/redis.ts";
-import { createKeyStore, createLocalAtomicIndex, type KeyStore } from "../lib/store/key-store.ts";
-import { createUseRecorder } from "../lib/store/last-use.ts";
-import type { KeyUse } from "../lib/store/types.ts";
-import { tempDir } from "./helpers/cli.ts";
-import { type RedisServer, startRedis } from "./helpers/redis.ts";
-import { input } from "./helpers/keys.ts";
+import { fsDriver } from "../../lib/store/drivers/fs.ts";
+import { openRedisBackend } from "../../lib/store/drivers/redis.ts";
+import { createKeyStore, createLocalAtomicIndex, type KeyStore } from "../../lib/store/key-store.ts";
+import { createUseRecorder } from "../../lib/store/last-use.ts";
+import type { KeyUse } from "../../lib/store/types.ts";
+import { tempDir } from "../helpers/cli.ts";
+import { type RedisServer, startRedis } from "../helpers/redis.ts";
+import { input } from "../helpers/keys.ts";
 
 const T0 = Date.parse("2030-01-01T00:00:00.000Z");
 const MIN = 60_000;

@@ -4,9 +4,9 @@ import { execFileSync } from "node:child_process";
 import { appendFileSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { openKeyStore, parseStoreSpec } from "../lib/store/config.ts";
-import type { KeyStore } from "../lib/store/key-store.ts";
-import { runCli, tempDir } from "./helpers/cli.ts";
+import { openKeyStore, parseStoreSpec } from "../../lib/store/config.ts";
+import type { KeyStore } from "../../lib/store/key-store.ts";
+import { runCli, tempDir } from "../helpers/cli.ts";
 
 const isRoot = process.getuid?.() === 0;
 const NOT_ROOT = "needs root for loop and tmpfs mounts (CI runs as root)";

@@ -1,7 +1,7 @@
 // The store's timestamps (lib/store/_context.ts `iso`) are written from the UTC fields rather than by
 // toISOString (which reads the local time zone on first use): the same text for every time.
 import { describe, expect, it } from "vitest";
-import { iso } from "../lib/store/_context.ts";
+import { iso } from "../../lib/store/_context.ts";
 
 describe("iso", () => {
   it("writes what toISOString writes, at the edges of its four-digit years and anywhere between", () => {

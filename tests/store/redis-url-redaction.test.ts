@@ -3,10 +3,10 @@
 // against an unreachable Redis and a reachable one that requires a password.
 import Redis from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { describeStore, parseStoreSpec } from "../lib/store/config.ts";
-import { redactRedisUrl } from "../lib/store/drivers/redis.ts";
-import { runCli } from "./helpers/cli.ts";
-import { freePort, type RedisServer, startRedis } from "./helpers/redis.ts";
+import { describeStore, parseStoreSpec } from "../../lib/store/config.ts";
+import { redactRedisUrl } from "../../lib/store/drivers/redis.ts";
+import { runCli } from "../helpers/cli.ts";
+import { freePort, type RedisServer, startRedis } from "../helpers/redis.ts";
 
 // Every password ends in "3cr3t" and every named user holds "s3rnm": neither may ever be printed.
 const PASSWORDS = ["p@ss3cr3t", "pa/ss3cr3t", "p%ss3cr3t", "p:ss3cr3t", "p?s#s3cr3t", "p%2Fs3cr3t", "p@/:%s3cr3t"];

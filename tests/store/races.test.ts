@@ -4,13 +4,13 @@
 import { join } from "node:path";
 import { createStorage } from "unstorage";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { fsDriver } from "../lib/store/drivers/fs.ts";
-import { openRedisBackend } from "../lib/store/drivers/redis.ts";
-import { ServiceError } from "../lib/core/errors.ts";
-import type { CreatedKey, CreateKeyInput } from "../lib/core/model.ts";
-import { createKeyStore, type KeyStore } from "../lib/store/key-store.ts";
-import { tempDir } from "./helpers/cli.ts";
-import { type RedisServer, startRedis } from "./helpers/redis.ts";
+import { fsDriver } from "../../lib/store/drivers/fs.ts";
+import { openRedisBackend } from "../../lib/store/drivers/redis.ts";
+import { ServiceError } from "../../lib/core/errors.ts";
+import type { CreatedKey, CreateKeyInput } from "../../lib/core/model.ts";
+import { createKeyStore, type KeyStore } from "../../lib/store/key-store.ts";
+import { tempDir } from "../helpers/cli.ts";
+import { type RedisServer, startRedis } from "../helpers/redis.ts";
 
 const ROUNDS = 60;
 /** Starts `fn` after 0 to 4 ms, so the rounds cover every interleaving rather than one. */

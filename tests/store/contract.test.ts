@@ -6,14 +6,14 @@ import { join } from "node:path";
 import Redis from "ioredis";
 import { createStorage, type Storage } from "unstorage";
 import { afterAll, beforeAll, beforeEach, afterEach, describe, expect, it, vi } from "vitest";
-import { fsDriver } from "../lib/store/drivers/fs.ts";
-import { openRedisBackend } from "../lib/store/drivers/redis.ts";
-import { ServiceError } from "../lib/core/errors.ts";
-import { generateSecret, sha256Hex } from "../lib/core/secret.ts";
-import { type AtomicIndex, createKeyStore, createLocalAtomicIndex, type KeyStore, type KeyStoreOptions } from "../lib/store/key-store.ts";
-import { tempDir } from "./helpers/cli.ts";
-import { type RedisServer, startRedis } from "./helpers/redis.ts";
-import { input } from "./helpers/keys.ts";
+import { fsDriver } from "../../lib/store/drivers/fs.ts";
+import { openRedisBackend } from "../../lib/store/drivers/redis.ts";
+import { ServiceError } from "../../lib/core/errors.ts";
+import { generateSecret, sha256Hex } from "../../lib/core/secret.ts";
+import { type AtomicIndex, createKeyStore, createLocalAtomicIndex, type KeyStore, type KeyStoreOptions } from "../../lib/store/key-store.ts";
+import { tempDir } from "../helpers/cli.ts";
+import { type RedisServer, startRedis } from "../helpers/redis.ts";
+import { input } from "../helpers/keys.ts";
 
 interface Backend {
   /** A new store instance over this backend's data (a new connection where the backend has one), with `extra` options. */

@@ -4,14 +4,14 @@
 import { join } from "node:path";
 import { createStorage } from "unstorage";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type AuditLog, createMemoryAuditLog } from "../lib/store/audit.ts";
-import { fsDriver } from "../lib/store/drivers/fs.ts";
-import { openRedisBackend } from "../lib/store/drivers/redis.ts";
-import { createKeyStore, createLocalAtomicIndex, type KeyStore } from "../lib/store/key-store.ts";
-import { runCli, tempDir } from "./helpers/cli.ts";
-import { type RedisServer, startRedis } from "./helpers/redis.ts";
-import { gql, startServer } from "./helpers/server.ts";
-import { input } from "./helpers/keys.ts";
+import { type AuditLog, createMemoryAuditLog } from "../../lib/store/audit.ts";
+import { fsDriver } from "../../lib/store/drivers/fs.ts";
+import { openRedisBackend } from "../../lib/store/drivers/redis.ts";
+import { createKeyStore, createLocalAtomicIndex, type KeyStore } from "../../lib/store/key-store.ts";
+import { runCli, tempDir } from "../helpers/cli.ts";
+import { type RedisServer, startRedis } from "../helpers/redis.ts";
+import { gql, startServer } from "../helpers/server.ts";
+import { input } from "../helpers/keys.ts";
 
 let redis: RedisServer;
 let prefixes = 0;

@@ -4,10 +4,10 @@
 // between a real redis-server and the process under test.
 import { createServer, type Server, type Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runCli } from "./helpers/cli.ts";
-import { type RedisServer, startRedis } from "./helpers/redis.ts";
-import { gql, type ServerProcess, startServer } from "./helpers/server.ts";
-import { openKeyStore, parseStoreSpec } from "../lib/store/config.ts";
+import { runCli } from "../helpers/cli.ts";
+import { type RedisServer, startRedis } from "../helpers/redis.ts";
+import { gql, type ServerProcess, startServer } from "../helpers/server.ts";
+import { openKeyStore, parseStoreSpec } from "../../lib/store/config.ts";
 
 const ME = "{ me { id name } }";
 

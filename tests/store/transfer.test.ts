@@ -3,10 +3,10 @@
 // whole, naming its line, and the target store is left exactly as it was.
 import { describe, expect, it } from "vitest";
 import { createStorage } from "unstorage";
-import { createKeyStore } from "../lib/store/key-store.ts";
-import { exportLines, parseExport } from "../lib/store/transfer.ts";
-import { isServiceError } from "../lib/core/errors.ts";
-import { generateSecret } from "../lib/core/secret.ts";
+import { createKeyStore } from "../../lib/store/key-store.ts";
+import { exportLines, parseExport } from "../../lib/store/transfer.ts";
+import { isServiceError } from "../../lib/core/errors.ts";
+import { generateSecret } from "../../lib/core/secret.ts";
 
 const text = (lines: Iterable<string>) => [...lines].join("");
 

@@ -4,14 +4,14 @@
 import { appendFileSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { AuditEvent } from "../lib/core/model.ts";
-import { type AuditLog, createMemoryAuditLog } from "../lib/store/audit.ts";
-import { createBackwardScanner, MAX_PIECE } from "../lib/store/drivers/_fs-audit-scan.ts";
-import { fsDriver } from "../lib/store/drivers/fs.ts";
-import { openRedisBackend } from "../lib/store/drivers/redis.ts";
-import { layTrail } from "../bench/_audit-trail.mjs";
-import { tempDir } from "./helpers/cli.ts";
-import { type RedisServer, startRedis } from "./helpers/redis.ts";
+import type { AuditEvent } from "../../lib/core/model.ts";
+import { type AuditLog, createMemoryAuditLog } from "../../lib/store/audit.ts";
+import { createBackwardScanner, MAX_PIECE } from "../../lib/store/drivers/_fs-audit-scan.ts";
+import { fsDriver } from "../../lib/store/drivers/fs.ts";
+import { openRedisBackend } from "../../lib/store/drivers/redis.ts";
+import { layTrail } from "../../bench/_audit-trail.mjs";
+import { tempDir } from "../helpers/cli.ts";
+import { type RedisServer, startRedis } from "../helpers/redis.ts";
 
 const T0 = Date.parse("2030-01-01T00:00:00.000Z");
 const event = (i: number, time = T0 + i): AuditEvent => ({
