@@ -2,8 +2,8 @@
 // once per query text (lib/graphql/prepared.ts): the errors are remembered with the query.
 import { describe, expect, it } from "vitest";
 import type { GraphQLError } from "graphql";
-import { createSchema, parseDocument, validateDocument } from "../lib/graphql/schema.ts";
-import { prepare } from "../lib/graphql/prepared.ts";
+import { createSchema, parseDocument, validateDocument } from "../../lib/graphql/schema.ts";
+import { prepare } from "../../lib/graphql/prepared.ts";
 
 const schema = createSchema();
 const messages = (errors: readonly GraphQLError[] | undefined) => (errors ?? []).map((e) => e.message);

@@ -4,11 +4,11 @@
  */
 import { describe, expect, it } from "vitest";
 import { execute, type ExecutionResult, getIntrospectionQuery } from "graphql";
-import { COMPILE_AFTER } from "../lib/graphql/compiled.ts";
-import { prepare } from "../lib/graphql/prepared.ts";
-import { createSchema, parseDocument, validateDocument } from "../lib/graphql/schema.ts";
-import { createErrorFormatter } from "../lib/http/responses.ts";
-import { createKeyStore } from "../lib/store/key-store.ts";
+import { COMPILE_AFTER } from "../../lib/graphql/compiled.ts";
+import { prepare } from "../../lib/graphql/prepared.ts";
+import { createSchema, parseDocument, validateDocument } from "../../lib/graphql/schema.ts";
+import { createErrorFormatter } from "../../lib/http/responses.ts";
+import { createKeyStore } from "../../lib/store/key-store.ts";
 
 const formatError = createErrorFormatter(() => {});
 /** What graphql-http writes for a result (its serializer: errors formatted, Errors reduced to their message). */

@@ -2,9 +2,9 @@
 // real fetch handler: none of these may be refused by the depth limit ("Query is too deep").
 import { beforeAll, describe, expect, it } from "vitest";
 import { buildClientSchema, getIntrospectionQuery, type IntrospectionQuery, parse, print, printSchema, visit } from "graphql";
-import { createKeyStore } from "../lib/store/key-store.ts";
-import { createHandler } from "../lib/http/fetch.ts";
-import { createSchema } from "../lib/graphql/schema.ts";
+import { createKeyStore } from "../../lib/store/key-store.ts";
+import { createHandler } from "../../lib/http/fetch.ts";
+import { createSchema } from "../../lib/graphql/schema.ts";
 
 let key: string;
 let handler: (request: Request) => Promise<Response>;

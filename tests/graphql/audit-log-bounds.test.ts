@@ -5,13 +5,13 @@
 // no longer than that.
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { layTrail } from "../bench/_audit-trail.mjs";
-import type { AuditEvent } from "../lib/core/model.ts";
-import { type AuditLog, createMemoryAuditLog } from "../lib/store/audit.ts";
-import { createKeyStore } from "../lib/store/key-store.ts";
-import { type RunningServer, serve } from "../lib/http/serve.ts";
-import { runCli, tempDir } from "./helpers/cli.ts";
-import { gql, type ServerProcess, startServer } from "./helpers/server.ts";
+import { layTrail } from "../../bench/_audit-trail.mjs";
+import type { AuditEvent } from "../../lib/core/model.ts";
+import { type AuditLog, createMemoryAuditLog } from "../../lib/store/audit.ts";
+import { createKeyStore } from "../../lib/store/key-store.ts";
+import { type RunningServer, serve } from "../../lib/http/serve.ts";
+import { runCli, tempDir } from "../helpers/cli.ts";
+import { gql, type ServerProcess, startServer } from "../helpers/server.ts";
 
 const aliases = (count: number, args: (i: number) => string) =>
   `{ ${Array.from({ length: count }, (_, i) => `a${i}: auditLog(${args(i)}) { at name }`).join(" ")} }`;

@@ -4,8 +4,8 @@
 // Every refusal is checked against the store too: a forbidden mutation changes nothing.
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runCli, tempDir } from "./helpers/cli.ts";
-import { gql, type ServerProcess, startServer } from "./helpers/server.ts";
+import { runCli, tempDir } from "../helpers/cli.ts";
+import { gql, type ServerProcess, startServer } from "../helpers/server.ts";
 
 const tmp = tempDir();
 const store = join(tmp.dir, "keys");

@@ -5,12 +5,12 @@
 import { afterEach, expect, it } from "vitest";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
-import { createServiceHandler } from "../lib/http/handler.ts";
-import type { ServiceRequest, ServiceResponse } from "../lib/http/types.ts";
-import { COMPILE_AFTER } from "../lib/graphql/compiled.ts";
-import { DOCUMENT_LIMITS } from "../lib/graphql/documents.ts";
-import { documentCache } from "../lib/graphql/prepared.ts";
-import { createKeyStore } from "../lib/store/key-store.ts";
+import { createServiceHandler } from "../../lib/http/handler.ts";
+import type { ServiceRequest, ServiceResponse } from "../../lib/http/types.ts";
+import { COMPILE_AFTER } from "../../lib/graphql/compiled.ts";
+import { DOCUMENT_LIMITS } from "../../lib/graphql/documents.ts";
+import { documentCache } from "../../lib/graphql/prepared.ts";
+import { createKeyStore } from "../../lib/store/key-store.ts";
 
 setFlagsFromString("--expose-gc");
 const gc = runInNewContext("gc") as () => void;

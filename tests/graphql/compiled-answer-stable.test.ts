@@ -2,11 +2,11 @@
 // its answers must stay what they were before, byte for byte, errors included, and a result with errors
 // is run again by graphql-js once, not more.
 import { afterEach, describe, expect, it } from "vitest";
-import { createServiceHandler } from "../lib/http/handler.ts";
-import type { ServiceRequest, ServiceResponse } from "../lib/http/types.ts";
-import { COMPILE_AFTER } from "../lib/graphql/compiled.ts";
-import { prepare } from "../lib/graphql/prepared.ts";
-import { createKeyStore, type KeyStore } from "../lib/store/key-store.ts";
+import { createServiceHandler } from "../../lib/http/handler.ts";
+import type { ServiceRequest, ServiceResponse } from "../../lib/http/types.ts";
+import { COMPILE_AFTER } from "../../lib/graphql/compiled.ts";
+import { prepare } from "../../lib/graphql/prepared.ts";
+import { createKeyStore, type KeyStore } from "../../lib/store/key-store.ts";
 
 const handlers: { close(): Promise<void> }[] = [];
 afterEach(async () => {

@@ -1,10 +1,10 @@
 // The schema and its authorization, through the real fetch handler over an in-memory store.
 import { beforeEach, describe, expect, it } from "vitest";
-import { ACTIONS, type Permission, RESOURCES, ROLES, type Role } from "../lib/core/model.ts";
-import { createKeyStore, type KeyStore } from "../lib/store/key-store.ts";
-import { createHandler } from "../lib/http/fetch.ts";
-import { dependsOnKeyOnly, DOCUMENT_LIMITS, FIELD_PERMISSIONS, parseDocument } from "../lib/graphql/schema.ts";
-import { prepare } from "../lib/graphql/prepared.ts";
+import { ACTIONS, type Permission, RESOURCES, ROLES, type Role } from "../../lib/core/model.ts";
+import { createKeyStore, type KeyStore } from "../../lib/store/key-store.ts";
+import { createHandler } from "../../lib/http/fetch.ts";
+import { dependsOnKeyOnly, DOCUMENT_LIMITS, FIELD_PERMISSIONS, parseDocument } from "../../lib/graphql/schema.ts";
+import { prepare } from "../../lib/graphql/prepared.ts";
 import { getOperationAST } from "graphql";
 
 let store: KeyStore;
@@ -267,7 +267,7 @@ describe("GraphQL documents", () => {
     expect(aliased.body.errors[0].message).toMatch(/too many aliases/);
     // Introspection is the one place the schema nests deeply. Standard introspection is 15 deep, so
     // below `__type`/`__schema` the field cap and graphql-js's introspection depth rule bound it instead
-    // (tests/interop-introspection.test.ts); `ofType` chains end where the type's wrappers do.
+    // (tests/graphql/introspection.test.ts); `ofType` chains end where the type's wrappers do.
     const nest = (n: number): string => (n === 0 ? "name" : `ofType { ${nest(n - 1)} }`);
     const deep = await gql(key, `{ __type(name: "Query") { fields { type { ${nest(DOCUMENT_LIMITS.maxDepth)} } } } }`);
     expect(deep.body.errors).toBeUndefined();

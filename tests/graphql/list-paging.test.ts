@@ -4,10 +4,10 @@
 import { join } from "node:path";
 import { createStorage } from "unstorage";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createKeyStore, type KeyStore } from "../lib/store/key-store.ts";
-import { fsDriver } from "../lib/store/drivers/fs.ts";
-import { runCli, tempDir } from "./helpers/cli.ts";
-import { gql, type ServerProcess, startServer } from "./helpers/server.ts";
+import { createKeyStore, type KeyStore } from "../../lib/store/key-store.ts";
+import { fsDriver } from "../../lib/store/drivers/fs.ts";
+import { runCli, tempDir } from "../helpers/cli.ts";
+import { gql, type ServerProcess, startServer } from "../helpers/server.ts";
 
 const SEEDED = 600;
 let tmp: ReturnType<typeof tempDir>;

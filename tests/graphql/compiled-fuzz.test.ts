@@ -14,19 +14,19 @@
  * printed (shortest first) before failing. FUZZ_WHY=1 prints why generated documents failed validation;
  * FUZZ_NO_MAGIC=1 leaves graphql-jit's placeholder strings out of the string pools. What it found (a
  * string that ran as code, variables named like Object.prototype members) is left to graphql-js by
- * `jitAnswersAlike` (lib/graphql/compiled.ts), each case minimized in tests/graphql-compiled.test.ts.
+ * `jitAnswersAlike` (lib/graphql/compiled.ts), each case minimized in tests/graphql/compiled.test.ts.
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { execute, type ExecutionArgs, type ExecutionResult } from "graphql";
-import { COMPILE_AFTER } from "../lib/graphql/compiled.ts";
-import { prepare } from "../lib/graphql/prepared.ts";
-import { createSchema, parseDocument, validateDocument } from "../lib/graphql/schema.ts";
-import { createErrorFormatter } from "../lib/http/responses.ts";
-import { createKeyStore } from "../lib/store/key-store.ts";
+import { COMPILE_AFTER } from "../../lib/graphql/compiled.ts";
+import { prepare } from "../../lib/graphql/prepared.ts";
+import { createSchema, parseDocument, validateDocument } from "../../lib/graphql/schema.ts";
+import { createErrorFormatter } from "../../lib/http/responses.ts";
+import { createKeyStore } from "../../lib/store/key-store.ts";
 
 const formatError = createErrorFormatter(() => {});
-/** What graphql-http writes for a result (as in tests/graphql-compiled.test.ts). */
+/** What graphql-http writes for a result (as in tests/graphql/compiled.test.ts). */
 const written = (result: ExecutionResult) =>
   JSON.stringify(result.errors ? { ...result, errors: result.errors.map(formatError) } : result, (_k, v) =>
     v instanceof Error && !("extensions" in v) ? { message: v.message } : v);

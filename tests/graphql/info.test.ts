@@ -1,8 +1,8 @@
 // Query.info computes only the host facts a request selects, and reads the fixed ones once.
 import os from "node:os";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { createKeyStore } from "../lib/store/key-store.ts";
-import { createHandler } from "../lib/http/fetch.ts";
+import { createKeyStore } from "../../lib/store/key-store.ts";
+import { createHandler } from "../../lib/http/fetch.ts";
 
 const store = createKeyStore();
 const handler = createHandler({ store, onError: () => {} });
