@@ -1,6 +1,6 @@
 // The consent page's checks, run in Node: Unraid's scope grammar and the redirect_uri rules.
 import { describe, expect, it } from "vitest";
-import { checkRedirect, parseScopes, redirectTo } from "../console/scopes.ts";
+import { checkRedirect, parseScopes, redirectTo } from "../../console/scopes.ts";
 
 describe("parseScopes", () => {
   it("reads roles, single pairs and the compact resource+resource:action+action form, case-insensitively", () => {

@@ -2,14 +2,14 @@
 // server (port 0) and through the fetch handler.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect } from "node:net";
-import { createKeyStore, type KeyStore } from "../lib/store/key-store.ts";
-import { type RunningServer, serve } from "../lib/http/serve.ts";
-import { createHandler } from "../lib/http/fetch.ts";
-import { negotiate } from "../lib/http/negotiate.ts";
-import { parseCorsOrigins } from "../lib/http/cors.ts";
-import { ServiceError } from "../lib/core/errors.ts";
-import { startServer } from "./helpers/server.ts";
-import { runCli } from "./helpers/cli.ts";
+import { createKeyStore, type KeyStore } from "../../lib/store/key-store.ts";
+import { type RunningServer, serve } from "../../lib/http/serve.ts";
+import { createHandler } from "../../lib/http/fetch.ts";
+import { negotiate } from "../../lib/http/negotiate.ts";
+import { parseCorsOrigins } from "../../lib/http/cors.ts";
+import { ServiceError } from "../../lib/core/errors.ts";
+import { startServer } from "../helpers/server.ts";
+import { runCli } from "../helpers/cli.ts";
 
 const GR = "application/graphql-response+json";
 let store: KeyStore;

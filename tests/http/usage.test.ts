@@ -2,16 +2,16 @@
 // redis-server from the request after the CLI's disable; use counts coalesced off the request path and
 // shown by GraphQL, the CLI and remote mode; verifyApiKey for services that are not ours.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Role } from "../lib/core/model.ts";
-import { createKeyStore, type KeyStore } from "../lib/store/key-store.ts";
-import type { KeyUse } from "../lib/store/types.ts";
-import { createRemoteBackend } from "../lib/client/remote.ts";
+import type { Role } from "../../lib/core/model.ts";
+import { createKeyStore, type KeyStore } from "../../lib/store/key-store.ts";
+import type { KeyUse } from "../../lib/store/types.ts";
+import { createRemoteBackend } from "../../lib/client/remote.ts";
 import { execFile } from "node:child_process";
 import { chmodSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { ROOT, runCli, tempDir } from "./helpers/cli.ts";
-import { type RedisServer, startRedis } from "./helpers/redis.ts";
-import { gql, type ServerProcess, inProcessServers, startServer } from "./helpers/server.ts";
+import { ROOT, runCli, tempDir } from "../helpers/cli.ts";
+import { type RedisServer, startRedis } from "../helpers/redis.ts";
+import { gql, type ServerProcess, inProcessServers, startServer } from "../helpers/server.ts";
 
 const today = () => new Date().toISOString().slice(0, 10);
 const make = (store: KeyStore, name: string, roles: Role[] = ["ADMIN"]) => store.create({ name, roles, permissions: [] });

@@ -5,9 +5,9 @@
 import fc from "fast-check";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { generateSecret } from "../lib/core/secret.ts";
-import { runCli, tempDir } from "./helpers/cli.ts";
-import { type ServerProcess, startServer } from "./helpers/server.ts";
+import { generateSecret } from "../../lib/core/secret.ts";
+import { runCli, tempDir } from "../helpers/cli.ts";
+import { type ServerProcess, startServer } from "../helpers/server.ts";
 
 const tmp = tempDir();
 const store = join(tmp.dir, "keys");

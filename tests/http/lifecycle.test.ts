@@ -3,13 +3,13 @@
 // each server (the recorder's `now`), written off the request path and flushed when the server closes.
 import { describe, expect, it } from "vitest";
 import { createStorage } from "unstorage";
-import type { Role } from "../lib/core/model.ts";
-import { createKeyStore, type KeyStore } from "../lib/store/key-store.ts";
-import type { KeyUse } from "../lib/store/types.ts";
-import { gql, inProcessServers, startServer } from "./helpers/server.ts";
-import { runCli, tempDir } from "./helpers/cli.ts";
-import { resolveLastUse } from "../lib/cli/commands/serve.ts";
-import { dependsOnKeyOnly, parseDocument } from "../lib/graphql/schema.ts";
+import type { Role } from "../../lib/core/model.ts";
+import { createKeyStore, type KeyStore } from "../../lib/store/key-store.ts";
+import type { KeyUse } from "../../lib/store/types.ts";
+import { gql, inProcessServers, startServer } from "../helpers/server.ts";
+import { runCli, tempDir } from "../helpers/cli.ts";
+import { resolveLastUse } from "../../lib/cli/commands/serve.ts";
+import { dependsOnKeyOnly, parseDocument } from "../../lib/graphql/schema.ts";
 import { getOperationAST } from "graphql";
 
 const T0 = Date.parse("2030-01-01T00:00:00.000Z");

@@ -1,9 +1,9 @@
 // Per-key rate limits: the CLI's flags and refusals, what --list, --list --json and GraphQL show, the 429
 // and the RateLimit headers of a server on a files store, and the exact count of two servers on one Redis.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { cliWithStore, runCli } from "./helpers/cli.ts";
-import { type RedisServer, startRedis } from "./helpers/redis.ts";
-import { gql, type ServerProcess, startServer } from "./helpers/server.ts";
+import { cliWithStore, runCli } from "../helpers/cli.ts";
+import { type RedisServer, startRedis } from "../helpers/redis.ts";
+import { gql, type ServerProcess, startServer } from "../helpers/server.ts";
 
 const created = (stdout: string) => JSON.parse(stdout) as { key: string; id: string; name: string };
 

@@ -2,13 +2,13 @@
 // (a private redis-server stopped and restarted), /metrics moves with the requests and is readable
 // without a key only from allowed addresses.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { cliWithStore, runCli } from "./helpers/cli.ts";
-import { type RedisServer, startRedis } from "./helpers/redis.ts";
-import { gql, startServer } from "./helpers/server.ts";
-import { createHandler } from "../lib/http/fetch.ts";
-import { createMetrics } from "../lib/http/metrics.ts";
-import { addressMatcher } from "../lib/http/ops-routes.ts";
-import { createKeyStore } from "../lib/store/key-store.ts";
+import { cliWithStore, runCli } from "../helpers/cli.ts";
+import { type RedisServer, startRedis } from "../helpers/redis.ts";
+import { gql, startServer } from "../helpers/server.ts";
+import { createHandler } from "../../lib/http/fetch.ts";
+import { createMetrics } from "../../lib/http/metrics.ts";
+import { addressMatcher } from "../../lib/http/ops-routes.ts";
+import { createKeyStore } from "../../lib/store/key-store.ts";
 
 const ME = "{ me { id name } }";
 

@@ -2,8 +2,8 @@
 // client holding any key, even GUEST) can be replaced like an idle one: it cannot lock others out.
 import { connect, type Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createKeyStore, type KeyStore } from "../lib/store/key-store.ts";
-import { serve } from "../lib/http/serve.ts";
+import { createKeyStore, type KeyStore } from "../../lib/store/key-store.ts";
+import { serve } from "../../lib/http/serve.ts";
 
 const ME = JSON.stringify({ query: "{ me { id name } }" });
 

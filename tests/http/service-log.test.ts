@@ -8,10 +8,10 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
-import { cliWithStore, ROOT } from "./helpers/cli.ts";
-import { gql, startServer } from "./helpers/server.ts";
-import { createServiceLog, FLUSH_BYTES, FLUSH_MS } from "../lib/http/service-log.ts";
-import { generateSecret } from "../lib/core/secret.ts";
+import { cliWithStore, ROOT } from "../helpers/cli.ts";
+import { gql, startServer } from "../helpers/server.ts";
+import { createServiceLog, FLUSH_BYTES, FLUSH_MS } from "../../lib/http/service-log.ts";
+import { generateSecret } from "../../lib/core/secret.ts";
 
 const ME = "{ me { id name } }";
 let env: ReturnType<typeof cliWithStore>;

@@ -6,9 +6,9 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { ARTEFACTS, axeViolations, launch, unnamedControls, watch } from "./helpers/browser.ts";
-import { createKeyStore } from "../lib/store/key-store.ts";
-import { serve, type RunningServer } from "../lib/http/serve.ts";
+import { ARTEFACTS, axeViolations, launch, unnamedControls, watch } from "../helpers/browser.ts";
+import { createKeyStore } from "../../lib/store/key-store.ts";
+import { serve, type RunningServer } from "../../lib/http/serve.ts";
 
 const store = createKeyStore();
 let admin: string;

@@ -3,14 +3,14 @@
 import { request as httpRequest } from "node:http";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runCli, tempDir } from "./helpers/cli.ts";
-import { gql, type ServerProcess, startServer } from "./helpers/server.ts";
-import { createKeyStore, type KeyStore } from "../lib/store/key-store.ts";
-import { createHandler } from "../lib/http/fetch.ts";
-import { MAX_BODY_BYTES } from "../lib/http/types.ts";
-import { ServiceError } from "../lib/core/errors.ts";
-import { generateSecret } from "../lib/core/secret.ts";
-import { openKeyStore } from "../lib/store/config.ts";
+import { runCli, tempDir } from "../helpers/cli.ts";
+import { gql, type ServerProcess, startServer } from "../helpers/server.ts";
+import { createKeyStore, type KeyStore } from "../../lib/store/key-store.ts";
+import { createHandler } from "../../lib/http/fetch.ts";
+import { MAX_BODY_BYTES } from "../../lib/http/types.ts";
+import { ServiceError } from "../../lib/core/errors.ts";
+import { generateSecret } from "../../lib/core/secret.ts";
+import { openKeyStore } from "../../lib/store/config.ts";
 
 const tmp = tempDir();
 const store = join(tmp.dir, "keys");
@@ -283,7 +283,7 @@ describe("remembered answers", () => {
       query("mutation { apiKey { create(input: { name: \"x\", roles: [ADMIN] }) { id } } }"),
       query("{ me { id "),
       query("{ nope }"),
-      // Over the input limits, and secrets quoted by errors (tests/service-hardening.test.ts).
+      // Over the input limits, and secrets quoted by errors (tests/http/hostile-use.test.ts).
       query("query Q($r: [Role!]!) { getPermissionsForRoles(roles: $r) { resource } }", { variables: { r: Array(101).fill("GUEST") } }),
       query("query Q($r: [Role!]!) { getPermissionsForRoles(roles: $r) { resource } }", { variables: { r: [generateSecret()] } }),
       query(`{ me { ${generateSecret()} } }`),

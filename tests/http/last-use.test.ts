@@ -5,12 +5,12 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { openKeyStore, parseStoreSpec } from "../lib/store/config.ts";
-import type { KeyStore } from "../lib/store/key-store.ts";
-import { type RunningServer, serve } from "../lib/http/serve.ts";
-import { runCli, tempDir } from "./helpers/cli.ts";
-import { redisCommand, type RedisServer, startRedis } from "./helpers/redis.ts";
-import { gql } from "./helpers/server.ts";
+import { openKeyStore, parseStoreSpec } from "../../lib/store/config.ts";
+import type { KeyStore } from "../../lib/store/key-store.ts";
+import { type RunningServer, serve } from "../../lib/http/serve.ts";
+import { runCli, tempDir } from "../helpers/cli.ts";
+import { redisCommand, type RedisServer, startRedis } from "../helpers/redis.ts";
+import { gql } from "../helpers/server.ts";
 
 const T0 = Date.parse("2030-01-01T00:00:00.000Z");
 const KEYS = 16;

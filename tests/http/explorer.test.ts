@@ -9,11 +9,11 @@ import { join } from "node:path";
 import { brotliDecompressSync, gunzipSync } from "node:zlib";
 import { chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ROOT, tempDir } from "./helpers/cli.ts";
-import { startServer, startTracedServer } from "./helpers/server.ts";
-import { createKeyStore } from "../lib/store/key-store.ts";
-import { generateSecret } from "../lib/core/secret.ts";
-import { serve, type RunningServer } from "../lib/http/serve.ts";
+import { ROOT, tempDir } from "../helpers/cli.ts";
+import { startServer, startTracedServer } from "../helpers/server.ts";
+import { createKeyStore } from "../../lib/store/key-store.ts";
+import { generateSecret } from "../../lib/core/secret.ts";
+import { serve, type RunningServer } from "../../lib/http/serve.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
 const ASSETS = join(ROOT, "dist/explorer");

@@ -5,11 +5,11 @@
 // --retired-retention` forgets the older ones. On files and on a real redis-server.
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runCli, tempDir } from "./helpers/cli.ts";
-import { type RedisServer, startRedis } from "./helpers/redis.ts";
-import { gql, startServer } from "./helpers/server.ts";
-import { createServiceLog } from "../lib/http/service-log.ts";
-import { createReuseGate } from "../lib/store/_retired.ts";
+import { runCli, tempDir } from "../helpers/cli.ts";
+import { type RedisServer, startRedis } from "../helpers/redis.ts";
+import { gql, startServer } from "../helpers/server.ts";
+import { createServiceLog } from "../../lib/http/service-log.ts";
+import { createReuseGate } from "../../lib/store/_retired.ts";
 
 const ME = "{ me { id name } }";
 const WARNING = /retired API key presented again: key=(\S+) name=("[^"]*") from=("[^"]*")/g;

@@ -3,10 +3,10 @@
 // lib/http/_process-metrics.ts) and is served only when asked for.
 import { collectDefaultMetrics, Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
-import { runCli } from "./helpers/cli.ts";
-import { startServer } from "./helpers/server.ts";
-import { createMetrics } from "../lib/http/metrics.ts";
-import { createKeyStore } from "../lib/store/key-store.ts";
+import { runCli } from "../helpers/cli.ts";
+import { startServer } from "../helpers/server.ts";
+import { createMetrics } from "../../lib/http/metrics.ts";
+import { createKeyStore } from "../../lib/store/key-store.ts";
 
 const GC = "nodejs_gc_duration_seconds";
 

@@ -5,10 +5,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ChildProcess, spawn } from "node:child_process";
 import { join } from "node:path";
 import { type AuditResult, serverAudits } from "graphql-http";
-import { createKeyStore } from "../lib/store/key-store.ts";
-import { type RunningServer, serve } from "../lib/http/serve.ts";
-import { createHandler } from "../lib/http/fetch.ts";
-import { ROOT } from "./helpers/cli.ts";
+import { createKeyStore } from "../../lib/store/key-store.ts";
+import { type RunningServer, serve } from "../../lib/http/serve.ts";
+import { createHandler } from "../../lib/http/fetch.ts";
+import { ROOT } from "../helpers/cli.ts";
 
 /**
  * SHOULDs the service does not follow, on purpose, by audit id (reasons in docs/service.md):

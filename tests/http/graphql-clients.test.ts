@@ -6,8 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ClientError, GraphQLClient } from "graphql-request";
 import { Client as UrqlClient, fetchExchange } from "@urql/core";
 import { ApolloClient, ApolloLink, HttpLink, InMemoryCache, gql } from "@apollo/client";
-import { createKeyStore } from "../lib/store/key-store.ts";
-import { type RunningServer, serve } from "../lib/http/serve.ts";
+import { createKeyStore } from "../../lib/store/key-store.ts";
+import { type RunningServer, serve } from "../../lib/http/serve.ts";
 
 const ME = "query Me { me { id name } }";
 const CREATE = `mutation Create($input: CreateApiKeyInput!) { apiKey { create(input: $input) { id name key roles } } }`;

@@ -7,11 +7,11 @@ import { request as httpRequest } from "node:http";
 import { gzipSync } from "node:zlib";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ROOT, tempDir } from "./helpers/cli.ts";
-import { startServer, startTracedServer } from "./helpers/server.ts";
-import { ARTEFACTS, axeViolations, launch, tabTo, unnamedControls, watch } from "./helpers/browser.ts";
-import { createKeyStore } from "../lib/store/key-store.ts";
-import { serve, type RunningServer } from "../lib/http/serve.ts";
+import { ROOT, tempDir } from "../helpers/cli.ts";
+import { startServer, startTracedServer } from "../helpers/server.ts";
+import { ARTEFACTS, axeViolations, launch, tabTo, unnamedControls, watch } from "../helpers/browser.ts";
+import { createKeyStore } from "../../lib/store/key-store.ts";
+import { serve, type RunningServer } from "../../lib/http/serve.ts";
 
 /** A raw GET (or HEAD), headers as sent. */
 function get(url: string, path: string, method = "GET") {

@@ -3,9 +3,9 @@
 // and their order, buckets, values, the float sum), scrape after scrape.
 import { describe, expect, it } from "vitest";
 import * as client from "prom-client";
-import { createMetrics } from "../lib/http/metrics.ts";
-import { createKeyStore } from "../lib/store/key-store.ts";
-import type { RequestEvent } from "../lib/http/types.ts";
+import { createMetrics } from "../../lib/http/metrics.ts";
+import { createKeyStore } from "../../lib/store/key-store.ts";
+import type { RequestEvent } from "../../lib/http/types.ts";
 
 /** What the request metrics were before: one prom-client increment and observation per request. */
 function reference() {
@@ -80,7 +80,7 @@ describe("request metrics", () => {
 
   it("observers() tells every observer of each request", () => {
     const seen: string[] = [];
-    return import("../lib/http/metrics.ts").then(({ observers }) => {
+    return import("../../lib/http/metrics.ts").then(({ observers }) => {
       const both = observers({ request: (e) => void seen.push(`a ${e.status}`) }, {}, { request: (e) => void seen.push(`b ${e.status}`) });
       both.request({ method: "GET", path: "/", status: 200, ms: 1, operation: "none" });
       both.authFailed("missing");
