@@ -2,9 +2,9 @@
 // local mode prints, with the same exit statuses. Also the client's typed errors.
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type RunResult, runCli, tempDir } from "./helpers/cli.ts";
-import { gql, type ServerProcess, startServer } from "./helpers/server.ts";
-import { ClientError, createClient } from "../lib/client/client.ts";
+import { type RunResult, runCli, tempDir } from "../helpers/cli.ts";
+import { gql, type ServerProcess, startServer } from "../helpers/server.ts";
+import { ClientError, createClient } from "../../lib/client/client.ts";
 
 const tmp = tempDir();
 const served = join(tmp.dir, "served");
@@ -14,7 +14,7 @@ let adminKey: string;
 
 beforeAll(async () => {
   // Without last-use recording: the served store would record the admin key's use and the local one not,
-  // a true difference that is not what these comparisons are about (tests/lifecycle-remote.test.ts has it).
+  // a true difference that is not what these comparisons are about (tests/client/remote-lifecycle.test.ts has it).
   server = await startServer({ store: served, args: ["--no-last-use"] });
   // Both stores start with one admin key, so "not found" means the same thing in both.
   for (const store of [served, local]) {

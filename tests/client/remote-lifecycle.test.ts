@@ -4,12 +4,12 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { CreatedKey, Role } from "../lib/core/model.ts";
-import { createKeyStore, type KeyStore } from "../lib/store/key-store.ts";
-import { type RunningServer, serve } from "../lib/http/serve.ts";
-import { createRemoteBackend } from "../lib/client/remote.ts";
-import { runCli } from "./helpers/cli.ts";
-import { gql } from "./helpers/server.ts";
+import type { CreatedKey, Role } from "../../lib/core/model.ts";
+import { createKeyStore, type KeyStore } from "../../lib/store/key-store.ts";
+import { type RunningServer, serve } from "../../lib/http/serve.ts";
+import { createRemoteBackend } from "../../lib/client/remote.ts";
+import { runCli } from "../helpers/cli.ts";
+import { gql } from "../helpers/server.ts";
 
 const HOUR = 3_600_000;
 const iso = (ms: number) => new Date(ms).toISOString();

@@ -5,9 +5,9 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { layTrail, trailName } from "../bench/_audit-trail.mjs";
-import { runCli, tempDir } from "./helpers/cli.ts";
-import { type ServerProcess, startServer } from "./helpers/server.ts";
+import { layTrail, trailName } from "../../bench/_audit-trail.mjs";
+import { runCli, tempDir } from "../helpers/cli.ts";
+import { type ServerProcess, startServer } from "../helpers/server.ts";
 
 const EVENTS = 10_000;
 let tmp: ReturnType<typeof tempDir>;

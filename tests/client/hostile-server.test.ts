@@ -4,9 +4,9 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ClientError, createClient } from "../lib/client/client.ts";
-import { generateSecret } from "../lib/core/secret.ts";
-import { runCli } from "./helpers/cli.ts";
+import { ClientError, createClient } from "../../lib/client/client.ts";
+import { generateSecret } from "../../lib/core/secret.ts";
+import { runCli } from "../helpers/cli.ts";
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 let handler: Handler = (_req, res) => res.end();
