@@ -1,7 +1,7 @@
 // The CLI over a shared Redis store (SERVICE_API_STORE=redis://...), run as real child processes.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type RunResult, runCli } from "./helpers/cli.ts";
-import { freePort, redisCommand, type RedisServer, startRedis } from "./helpers/redis.ts";
+import { type RunResult, runCli } from "../helpers/cli.ts";
+import { freePort, redisCommand, type RedisServer, startRedis } from "../helpers/redis.ts";
 
 let redis: RedisServer;
 beforeAll(async () => {

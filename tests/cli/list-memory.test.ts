@@ -7,9 +7,9 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createStorage } from "unstorage";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createKeyStore } from "../lib/store/key-store.ts";
-import { fsDriver } from "../lib/store/drivers/fs.ts";
-import { CLI, tempDir } from "./helpers/cli.ts";
+import { createKeyStore } from "../../lib/store/key-store.ts";
+import { fsDriver } from "../../lib/store/drivers/fs.ts";
+import { CLI, tempDir } from "../helpers/cli.ts";
 
 const KEYS = 30_000;
 const BOUND_KB = 105_000;

@@ -4,9 +4,9 @@ import { spawnSync } from "node:child_process";
 import { chmodSync, closeSync, mkdirSync, openSync, symlinkSync, writeFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { generateSecret } from "../lib/core/secret.ts";
-import { CLI, runCli, type RunResult, tempDir } from "./helpers/cli.ts";
-import { AS_NOBODY, isRoot, NOT_ROOT, sharedScratch } from "./helpers/users.ts";
+import { generateSecret } from "../../lib/core/secret.ts";
+import { CLI, runCli, type RunResult, tempDir } from "../helpers/cli.ts";
+import { AS_NOBODY, isRoot, NOT_ROOT, sharedScratch } from "../helpers/users.ts";
 
 let tmp: ReturnType<typeof tempDir>;
 let store: string;

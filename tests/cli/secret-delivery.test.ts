@@ -4,9 +4,9 @@ import { spawn } from "node:child_process";
 import { closeSync, openSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { openKeyStore, parseStoreSpec } from "../lib/store/config.ts";
-import { CLI, runCli, tempDir } from "./helpers/cli.ts";
-import { startServer } from "./helpers/server.ts";
+import { openKeyStore, parseStoreSpec } from "../../lib/store/config.ts";
+import { CLI, runCli, tempDir } from "../helpers/cli.ts";
+import { startServer } from "../helpers/server.ts";
 
 /** Runs the CLI with stdout on /dev/full or on a pipe whose reader has already gone; resolves with status and stderr. */
 function runBroken(stdout: "full" | "closed", args: string[], env: Record<string, string | undefined> = {}): Promise<{ code: number | null; stderr: string }> {

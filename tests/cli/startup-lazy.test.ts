@@ -6,7 +6,7 @@ import { spawnSync } from "node:child_process";
 import { cpSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CLI, ROOT, tempDir } from "./helpers/cli.ts";
+import { CLI, ROOT, tempDir } from "../helpers/cli.ts";
 
 const tmp = tempDir();
 afterAll(() => tmp.cleanup());

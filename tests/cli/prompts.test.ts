@@ -3,18 +3,18 @@
 import type { PromptOptions } from "consola";
 import { PassThrough } from "node:stream";
 import { describe, expect, test } from "vitest";
-import type { KeyBackend } from "../lib/cli/commands/apikey.ts";
-import { ServiceError } from "../lib/core/errors.ts";
-import { createAsk } from "../lib/cli/_ask.ts";
-import { NAME_RULE, NEED_ROLE_OR_PERMISSION, parseCreateInput } from "../lib/core/input.ts";
+import type { KeyBackend } from "../../lib/cli/commands/apikey.ts";
+import { ServiceError } from "../../lib/core/errors.ts";
+import { createAsk } from "../../lib/cli/_ask.ts";
+import { NAME_RULE, NEED_ROLE_OR_PERMISSION, parseCreateInput } from "../../lib/core/input.ts";
 import {
   DELETE_DECLINED_MESSAGE,
   interactiveCreate,
   interactiveDelete,
   NOTHING_SELECTED_MESSAGE,
   type PromptFn,
-} from "../lib/cli/prompts.ts";
-import { createKeyStore, type KeyStore } from "../lib/store/key-store.ts";
+} from "../../lib/cli/prompts.ts";
+import { createKeyStore, type KeyStore } from "../../lib/store/key-store.ts";
 
 /** What the person types or picks; a function sees the question and may act before answering. */
 type Answer = unknown | ((message: string, options: PromptOptions) => unknown);

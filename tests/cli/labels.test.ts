@@ -3,11 +3,11 @@
 // and roles get a did-you-mean instead of matching nothing.
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runCli, tempDir } from "./helpers/cli.ts";
-import { gql, type ServerProcess, startServer } from "./helpers/server.ts";
-import { applyLabels, checkLabels, parseLabelFlag } from "../lib/core/labels.ts";
-import { parseFilter } from "../lib/core/filter.ts";
-import { generateSecret } from "../lib/core/secret.ts";
+import { runCli, tempDir } from "../helpers/cli.ts";
+import { gql, type ServerProcess, startServer } from "../helpers/server.ts";
+import { applyLabels, checkLabels, parseLabelFlag } from "../../lib/core/labels.ts";
+import { parseFilter } from "../../lib/core/filter.ts";
+import { generateSecret } from "../../lib/core/secret.ts";
 
 const tmp = tempDir("service-api-labels-");
 const store = join(tmp.dir, "keys");

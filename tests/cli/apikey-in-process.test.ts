@@ -1,12 +1,12 @@
-// The apikey command in process, on a memory store: the same flow as tests/cli.test.ts without a
+// The apikey command in process, on a memory store: the same flow as tests/cli/apikey.test.ts without a
 // child process. run() is called with parsed flags as cac delivers them; a thrown error becomes its
 // Output as cli.ts makes it (formatError), and what run writes itself (a new key's secret) is captured.
 import { describe, expect, it } from "vitest";
-import { command as apikey } from "../lib/cli/commands/apikey.ts";
-import { formatError, type Output } from "../lib/cli/format.ts";
-import { createKeyStore, type KeyStore } from "../lib/store/key-store.ts";
-import { NEED_ROLE_OR_PERMISSION } from "../lib/core/input.ts";
-import { ServiceError } from "../lib/core/errors.ts";
+import { command as apikey } from "../../lib/cli/commands/apikey.ts";
+import { formatError, type Output } from "../../lib/cli/format.ts";
+import { createKeyStore, type KeyStore } from "../../lib/store/key-store.ts";
+import { NEED_ROLE_OR_PERMISSION } from "../../lib/core/input.ts";
+import { ServiceError } from "../../lib/core/errors.ts";
 
 interface Result extends Output {
   /** What run wrote to stdout itself: a new key's secret, delivered while the store was open. */

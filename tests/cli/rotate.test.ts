@@ -7,10 +7,10 @@ import { closeSync, openSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createStorage } from "unstorage";
-import { createMemoryAuditLog } from "../lib/store/audit.ts";
-import { createKeyStore, createLocalAtomicIndex } from "../lib/store/key-store.ts";
-import { CLI, runCli, tempDir } from "./helpers/cli.ts";
-import { gql, type ServerProcess, startServer } from "./helpers/server.ts";
+import { createMemoryAuditLog } from "../../lib/store/audit.ts";
+import { createKeyStore, createLocalAtomicIndex } from "../../lib/store/key-store.ts";
+import { CLI, runCli, tempDir } from "../helpers/cli.ts";
+import { gql, type ServerProcess, startServer } from "../helpers/server.ts";
 
 let dir: string;
 let cleanup: () => void;

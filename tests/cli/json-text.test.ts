@@ -2,7 +2,7 @@
 // the same output as escaping every string, for any text.
 import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { jsonLine } from "../lib/cli/json-text.ts";
+import { jsonLine } from "../../lib/cli/json-text.ts";
 
 const escapeAll = (value: unknown) =>
   JSON.stringify(value).replace(/[\p{C}\p{Zl}\p{Zp}]/gu, (c) => Array.from({ length: c.length }, (_, i) => `\\u${c.charCodeAt(i).toString(16).padStart(4, "0")}`).join("")) + "\n";

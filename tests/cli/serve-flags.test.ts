@@ -2,8 +2,8 @@
 // once reached `.trim()` and `.split()` as "Unexpected error". An empty CORS list means CORS off; an empty
 // metrics allow-list means nobody reads /metrics without a key.
 import { afterAll, describe, expect, it } from "vitest";
-import { tempDir } from "./helpers/cli.ts";
-import { startServer } from "./helpers/server.ts";
+import { tempDir } from "../helpers/cli.ts";
+import { startServer } from "../helpers/server.ts";
 
 const tmp = tempDir();
 afterAll(() => tmp.cleanup());

@@ -5,8 +5,8 @@ import { cpSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } 
 import module from "node:module";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { CLI, ROOT, tempDir } from "./helpers/cli.ts";
-import { MARKS } from "./fixtures/trace-hooks.mjs";
+import { CLI, ROOT, tempDir } from "../helpers/cli.ts";
+import { MARKS } from "../fixtures/trace-hooks.mjs";
 
 const tmp = tempDir();
 afterAll(() => tmp.cleanup());

@@ -4,7 +4,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { runCli, tempDir } from "./helpers/cli.ts";
+import { runCli, tempDir } from "../helpers/cli.ts";
 
 const tmp = tempDir("service-api-scan-audit-");
 afterAll(() => tmp.cleanup());

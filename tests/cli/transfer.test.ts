@@ -4,10 +4,10 @@
 import { readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runCli, tempDir } from "./helpers/cli.ts";
-import { type RedisServer, startRedis } from "./helpers/redis.ts";
-import { startServer } from "./helpers/server.ts";
-import { openKeyStore, parseStoreSpec } from "../lib/store/config.ts";
+import { runCli, tempDir } from "../helpers/cli.ts";
+import { type RedisServer, startRedis } from "../helpers/redis.ts";
+import { startServer } from "../helpers/server.ts";
+import { openKeyStore, parseStoreSpec } from "../../lib/store/config.ts";
 
 const tmp = tempDir("service-api-transfer-");
 let redis: RedisServer;

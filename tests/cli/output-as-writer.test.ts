@@ -5,8 +5,8 @@ import { execFileSync } from "node:child_process";
 import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { runCli } from "./helpers/cli.ts";
-import { AS_NOBODY, isRoot, NOBODY, NOT_ROOT, sharedScratch } from "./helpers/users.ts";
+import { runCli } from "../helpers/cli.ts";
+import { AS_NOBODY, isRoot, NOBODY, NOT_ROOT, sharedScratch } from "../helpers/users.ts";
 
 const scratch = sharedScratch("service-api-output-writer-");
 
@@ -15,7 +15,7 @@ function nobodysStore(): string {
   const store = scratch.fresh();
   mkdirSync(store, { mode: 0o700 });
   chownSync(store, NOBODY, NOBODY);
-  execFileSync(AS_NOBODY[0], [...AS_NOBODY.slice(1), process.execPath, join(import.meta.dirname, "../dist/cli.cjs"),
+  execFileSync(AS_NOBODY[0], [...AS_NOBODY.slice(1), process.execPath, join(import.meta.dirname, "../../dist/cli.cjs"),
     "apikey", "--create", "--name", "service", "--roles", "ADMIN", "--store", store], { stdio: "ignore" });
   expect(statSync(store).uid).toBe(NOBODY);
   return store;

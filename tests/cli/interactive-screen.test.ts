@@ -4,9 +4,9 @@
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { CLI, runCli, tempDir } from "./helpers/cli.ts";
-import { displayWidth } from "../lib/cli/width.ts";
-import { hasTmux, quote } from "./helpers/tmux.ts";
+import { CLI, runCli, tempDir } from "../helpers/cli.ts";
+import { displayWidth } from "../../lib/cli/width.ts";
+import { hasTmux, quote } from "../helpers/tmux.ts";
 
 const stripSgr = (s: string) => s.replace(/\x1b\[[0-9;]*m/g, "");
 const tmp = tempDir();

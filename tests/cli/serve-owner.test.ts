@@ -5,7 +5,7 @@ import { execFileSync, spawn } from "node:child_process";
 import { chownSync, mkdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { CLI, ROOT, runCli, tempDir } from "./helpers/cli.ts";
+import { CLI, ROOT, runCli, tempDir } from "../helpers/cli.ts";
 
 const isRoot = process.getuid?.() === 0;
 const NOT_ROOT = "needs root: root serves a store owned by uid 65534 on a port below 1024 (CI runs as root)";

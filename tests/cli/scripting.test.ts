@@ -5,10 +5,10 @@ import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { existsSync, lstatSync, mkdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CLI, ROOT, type RunResult, runCli, tempDir } from "./helpers/cli.ts";
-import { type ServerProcess, startServer } from "./helpers/server.ts";
-import { ACTIONS, RESOURCES, ROLES } from "../lib/core/model.ts";
-import { openKeyStore, parseStoreSpec } from "../lib/store/config.ts";
+import { CLI, ROOT, type RunResult, runCli, tempDir } from "../helpers/cli.ts";
+import { type ServerProcess, startServer } from "../helpers/server.ts";
+import { ACTIONS, RESOURCES, ROLES } from "../../lib/core/model.ts";
+import { openKeyStore, parseStoreSpec } from "../../lib/store/config.ts";
 
 const tmp = tempDir();
 afterAll(() => tmp.cleanup());

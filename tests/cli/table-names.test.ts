@@ -4,12 +4,12 @@
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";
 import { afterAll, describe, expect, test } from "vitest";
-import type { ApiKeyInfo, AuditEvent } from "../lib/core/model.ts";
-import { formatAudit } from "../lib/cli/audit-format.ts";
-import { listTable } from "../lib/cli/list.ts";
-import { displayWidth } from "../lib/cli/width.ts";
-import { CLI, runCli, tempDir } from "./helpers/cli.ts";
-import { hasTmux, quote } from "./helpers/tmux.ts";
+import type { ApiKeyInfo, AuditEvent } from "../../lib/core/model.ts";
+import { formatAudit } from "../../lib/cli/audit-format.ts";
+import { listTable } from "../../lib/cli/list.ts";
+import { displayWidth } from "../../lib/cli/width.ts";
+import { CLI, runCli, tempDir } from "../helpers/cli.ts";
+import { hasTmux, quote } from "../helpers/tmux.ts";
 
 const tmp = tempDir();
 afterAll(() => tmp.cleanup());

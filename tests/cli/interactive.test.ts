@@ -3,8 +3,8 @@
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, test } from "vitest";
-import { CLI, runCli, tempDir } from "./helpers/cli.ts";
-import { hasTmux, quote } from "./helpers/tmux.ts";
+import { CLI, runCli, tempDir } from "../helpers/cli.ts";
+import { hasTmux, quote } from "../helpers/tmux.ts";
 
 
 /**

@@ -4,8 +4,8 @@ import { spawn } from "node:child_process";
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { openKeyStore } from "../lib/store/config.ts";
-import { CLI, cliWithStore, runCli, type RunResult } from "./helpers/cli.ts";
+import { openKeyStore } from "../../lib/store/config.ts";
+import { CLI, cliWithStore, runCli, type RunResult } from "../helpers/cli.ts";
 
 let env: ReturnType<typeof cliWithStore>;
 beforeEach(() => (env = cliWithStore()));

@@ -5,9 +5,9 @@ import { execFileSync, spawn } from "node:child_process";
 import { chmodSync, chownSync, mkdirSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CLI, ROOT, runCli, type RunResult } from "./helpers/cli.ts";
-import { type RedisServer, startRedis } from "./helpers/redis.ts";
-import { AS_NOBODY, isRoot, NOBODY, NOT_ROOT, sharedScratch } from "./helpers/users.ts";
+import { CLI, ROOT, runCli, type RunResult } from "../helpers/cli.ts";
+import { type RedisServer, startRedis } from "../helpers/redis.ts";
+import { AS_NOBODY, isRoot, NOBODY, NOT_ROOT, sharedScratch } from "../helpers/users.ts";
 
 const scratch = sharedScratch("doctor-");
 const nobody = (args: string[]) => runAs(AS_NOBODY, args);

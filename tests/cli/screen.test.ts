@@ -1,8 +1,8 @@
 // The prompt's drawing as pure functions: rows never wider than the terminal, a list window that
 // follows the cursor, a visible cursor mark without colour, ASCII on a Linux console.
 import { describe, expect, it } from "vitest";
-import { listRows, scrollTop, styleFor, wrap } from "../lib/cli/_screen.ts";
-import { displayWidth } from "../lib/cli/width.ts";
+import { listRows, scrollTop, styleFor, wrap } from "../../lib/cli/_screen.ts";
+import { displayWidth } from "../../lib/cli/width.ts";
 
 const choices = Array.from({ length: 30 }, (_, i) => ({ value: `k${i}`, label: `key ${i} ${"long text ".repeat(12)}` }));
 const noColor = styleFor({ NO_COLOR: "1", TERM: "xterm" }, true);

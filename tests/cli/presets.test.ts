@@ -1,10 +1,10 @@
 // Presets and --dry-run, as a user meets them: the CLI as a child process over a fresh fs store, and
 // GraphQL `apiKeyPresets` and `create(input: { preset })` against `serve --port 0`.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { interactiveCreate, type PromptFn } from "../lib/cli/prompts.ts";
-import { createKeyStore } from "../lib/store/key-store.ts";
-import { cliWithStore } from "./helpers/cli.ts";
-import { gql, type ServerProcess, startServer } from "./helpers/server.ts";
+import { interactiveCreate, type PromptFn } from "../../lib/cli/prompts.ts";
+import { createKeyStore } from "../../lib/store/key-store.ts";
+import { cliWithStore } from "../helpers/cli.ts";
+import { gql, type ServerProcess, startServer } from "../helpers/server.ts";
 
 const DOCKER_CRUD = { resource: "DOCKER", actions: ["CREATE_ANY", "READ_ANY", "UPDATE_ANY", "DELETE_ANY"] };
 let env: ReturnType<typeof cliWithStore>;

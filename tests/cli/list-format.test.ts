@@ -1,11 +1,11 @@
 // `apikey --list` as text: a table that fits the terminal (cut with "…", widest column first,
 // widths in display columns) and, on a pipe, tab-separated lines that cut and awk can read.
 import { describe, expect, it } from "vitest";
-import { formatList } from "../lib/cli/format.ts";
-import { expiryCell, keyState, listLines, shortTime } from "../lib/cli/list.ts";
-import { displayWidth, truncate } from "../lib/cli/width.ts";
-import type { ApiKeyInfo } from "../lib/core/model.ts";
-import { runCli, tempDir } from "./helpers/cli.ts";
+import { formatList } from "../../lib/cli/format.ts";
+import { expiryCell, keyState, listLines, shortTime } from "../../lib/cli/list.ts";
+import { displayWidth, truncate } from "../../lib/cli/width.ts";
+import type { ApiKeyInfo } from "../../lib/core/model.ts";
+import { runCli, tempDir } from "../helpers/cli.ts";
 
 const key = (over: Partial<ApiKeyInfo>): ApiKeyInfo => ({
   id: "0b6f1c2e-8d4a-4f3b-9a1e-5c7d2e8f9a10",
