@@ -7,9 +7,9 @@ import { spawn } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { openKeyStore, parseStoreSpec } from "../lib/store/config.ts";
-import type { KeyStore } from "../lib/store/key-store.ts";
-import { CLI, runCli, tempDir } from "./helpers/cli.ts";
+import { openKeyStore, parseStoreSpec } from "../../lib/store/config.ts";
+import type { KeyStore } from "../../lib/store/key-store.ts";
+import { CLI, runCli, tempDir } from "../helpers/cli.ts";
 
 const BUDGET_MS = 15_000;
 const MIN_ROUNDS = 8;
@@ -174,7 +174,7 @@ describe("CLI processes killed with SIGKILL at random moments", () => {
     for (const sub of readdirSync(dir)) {
       // meta: the revision token; retired: the hashes of secrets that work no more
       expect(["keys", "names", "secrets", "meta", "audit", "retired"]).toContain(sub);
-      if (sub === "audit") continue; // appended to, not rewritten: tests/audit-crash.test.ts
+      if (sub === "audit") continue; // appended to, not rewritten: tests/system/sigkill-audit.test.ts
       for (const file of readdirSync(join(dir, sub))) {
         if (file.endsWith(".tmp")) {
           temporary++;

@@ -6,8 +6,8 @@ import { spawn } from "node:child_process";
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { generateSecret } from "../lib/core/secret.ts";
-import { CLI, runCli, type RunResult, tempDir } from "./helpers/cli.ts";
+import { generateSecret } from "../../lib/core/secret.ts";
+import { CLI, runCli, type RunResult, tempDir } from "../helpers/cli.ts";
 
 const SECRET_SHAPE = /sapi_[0-9A-Za-z]{8}/i;
 const LEVELS = ["trace", "debug", "info", "warn", "error"] as const;

@@ -5,7 +5,7 @@ import { execFileSync } from "node:child_process";
 import { mkdirSync, readFileSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { ROOT, tempDir } from "./helpers/cli.ts";
+import { ROOT, tempDir } from "../helpers/cli.ts";
 
 const tmp = tempDir();
 afterAll(() => tmp.cleanup());

@@ -15,10 +15,10 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ApiKeyInfo, AuditEvent } from "../lib/core/model.ts";
-import { openKeyStore, parseStoreSpec } from "../lib/store/config.ts";
-import { ROOT, tempDir } from "./helpers/cli.ts";
-import { type RedisServer, startRedis } from "./helpers/redis.ts";
+import type { ApiKeyInfo, AuditEvent } from "../../lib/core/model.ts";
+import { openKeyStore, parseStoreSpec } from "../../lib/store/config.ts";
+import { ROOT, tempDir } from "../helpers/cli.ts";
+import { type RedisServer, startRedis } from "../helpers/redis.ts";
 
 const BUDGET_MS = 12_000;
 const MIN_ROUNDS = 6;

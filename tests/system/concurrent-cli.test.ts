@@ -5,9 +5,9 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { openKeyStore, parseStoreSpec } from "../lib/store/config.ts";
-import type { KeyStore } from "../lib/store/key-store.ts";
-import { cliWithStore, type RunResult } from "./helpers/cli.ts";
+import { openKeyStore, parseStoreSpec } from "../../lib/store/config.ts";
+import type { KeyStore } from "../../lib/store/key-store.ts";
+import { cliWithStore, type RunResult } from "../helpers/cli.ts";
 
 const N = 16;
 let env: ReturnType<typeof cliWithStore>;

@@ -7,7 +7,7 @@ import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ROOT, tempDir } from "./helpers/cli.ts";
+import { ROOT, tempDir } from "../helpers/cli.ts";
 
 const NOBODY = 65534;
 /** Why this machine cannot run the test, or undefined when it can. */

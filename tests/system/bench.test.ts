@@ -4,7 +4,7 @@
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { expect, it } from "vitest";
-import { ROOT } from "./helpers/cli.ts";
+import { ROOT } from "../helpers/cli.ts";
 
 it("npm run bench -- --quick prints the table of ratios", async () => {
   const { stdout } = await promisify(execFile)(process.execPath, ["bench/run.mjs", "--quick"], {

@@ -3,7 +3,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
-import { ROOT } from "./helpers/cli.ts";
+import { ROOT } from "../helpers/cli.ts";
 
 /** Layer of each folder of lib/, lowest first. A file may import its own layer or a lower one. */
 const LAYERS: Record<string, number> = { core: 0, store: 1, graphql: 2, http: 3, client: 3, cli: 4 };

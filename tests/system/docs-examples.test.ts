@@ -14,7 +14,7 @@ import { createServer } from "node:net";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
-import { CLI, ROOT, tempDir } from "./helpers/cli.ts";
+import { CLI, ROOT, tempDir } from "../helpers/cli.ts";
 
 interface Step { command: string; expected: string[] }
 interface Block { file: string; line: number; steps: Step[] }

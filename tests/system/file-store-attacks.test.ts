@@ -5,11 +5,11 @@ import { join } from "node:path";
 import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createStorage } from "unstorage";
-import { openKeyStore, parseStoreSpec } from "../lib/store/config.ts";
-import { fsDriver } from "../lib/store/drivers/fs.ts";
-import { createKeyStore } from "../lib/store/key-store.ts";
-import { CLI, ROOT, runCli, type RunResult } from "./helpers/cli.ts";
-import { AS_NOBODY, isRoot, NOBODY, NOT_ROOT, sharedScratch } from "./helpers/users.ts";
+import { openKeyStore, parseStoreSpec } from "../../lib/store/config.ts";
+import { fsDriver } from "../../lib/store/drivers/fs.ts";
+import { createKeyStore } from "../../lib/store/key-store.ts";
+import { CLI, ROOT, runCli, type RunResult } from "../helpers/cli.ts";
+import { AS_NOBODY, isRoot, NOBODY, NOT_ROOT, sharedScratch } from "../helpers/users.ts";
 
 /** The system's python (a per-user shim, like pyenv's under /root, is out of the second user's reach). */
 const PYTHON = "/usr/bin/python3";

@@ -2,9 +2,9 @@
 // anywhere works everywhere, a delete or overwrite revokes everywhere on the next request, a name
 // race across servers has one winner, and a Redis outage is a 503 that heals by itself.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runCli } from "./helpers/cli.ts";
-import { type RedisServer, startRedis } from "./helpers/redis.ts";
-import { gql, type ServerProcess, startServer } from "./helpers/server.ts";
+import { runCli } from "../helpers/cli.ts";
+import { type RedisServer, startRedis } from "../helpers/redis.ts";
+import { gql, type ServerProcess, startServer } from "../helpers/server.ts";
 
 const ME = "{ me { id name } }";
 const CREATE = "mutation ($input: CreateApiKeyInput!) { apiKey { create(input: $input) { id name key } } }";

@@ -5,8 +5,8 @@
 // request sent after the CLI process has exited.
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runCli, tempDir } from "./helpers/cli.ts";
-import { type ServerProcess, startServer } from "./helpers/server.ts";
+import { runCli, tempDir } from "../helpers/cli.ts";
+import { type ServerProcess, startServer } from "../helpers/server.ts";
 
 const LOAD_MS = 5_000;
 const LOOPS = 8;

@@ -2,9 +2,9 @@
 // secret's checksum, with or without `sapi_`, is elided from every message and JSON field the CLI prints
 // and from every error the service answers (parse errors, variable coercion, resolvers).
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { containsSecret, generateSecret, redactSecrets } from "../lib/core/secret.ts";
-import { type RunResult, runCli, tempDir } from "./helpers/cli.ts";
-import { gql, type ServerProcess, startServer } from "./helpers/server.ts";
+import { containsSecret, generateSecret, redactSecrets } from "../../lib/core/secret.ts";
+import { type RunResult, runCli, tempDir } from "../helpers/cli.ts";
+import { gql, type ServerProcess, startServer } from "../helpers/server.ts";
 
 /** A secret whose body starts with a letter, so that it is also a GraphQL name. */
 function secretWithNameBody(): { secret: string; body: string } {

@@ -3,7 +3,7 @@ import { spawnSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { ROOT, runCli, tempDir } from "./helpers/cli.ts";
+import { ROOT, runCli, tempDir } from "../helpers/cli.ts";
 
 const tmp = tempDir();
 const store = join(tmp.dir, "keys");

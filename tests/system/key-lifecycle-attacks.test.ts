@@ -7,13 +7,13 @@
 import { chmodSync, chownSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { CreatedKey } from "../lib/core/model.ts";
-import { parseInstant } from "../lib/core/lifecycle.ts";
-import { createKeyStore, type KeyStore } from "../lib/store/key-store.ts";
-import { type RunningServer, serve } from "../lib/http/serve.ts";
-import { runCli, tempDir } from "./helpers/cli.ts";
-import { isRoot, NOBODY, NOT_ROOT } from "./helpers/users.ts";
-import { gql } from "./helpers/server.ts";
+import type { CreatedKey } from "../../lib/core/model.ts";
+import { parseInstant } from "../../lib/core/lifecycle.ts";
+import { createKeyStore, type KeyStore } from "../../lib/store/key-store.ts";
+import { type RunningServer, serve } from "../../lib/http/serve.ts";
+import { runCli, tempDir } from "../helpers/cli.ts";
+import { isRoot, NOBODY, NOT_ROOT } from "../helpers/users.ts";
+import { gql } from "../helpers/server.ts";
 
 const HOUR = 3_600_000;
 const iso = (ms: number) => new Date(ms).toISOString();
