@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CLI, ROOT, runCli, type RunResult } from "../helpers/cli.ts";
 import { type RedisServer, startRedis } from "../helpers/redis.ts";
-import { AS_NOBODY, isRoot, NOBODY, NOT_ROOT, sharedScratch } from "../helpers/users.ts";
+import { AS_NOBODY, isRoot, lacksRoot, NOBODY, NOT_ROOT, sharedScratch } from "../helpers/users.ts";
 
 const scratch = sharedScratch("doctor-");
 const nobody = (args: string[]) => runAs(AS_NOBODY, args);
@@ -57,7 +57,7 @@ describe("doctor on a directory store", () => {
     expect(checksOf(byDefault).store.detail).toMatch(/from the default, from XDG_CONFIG_HOME=/);
   });
 
-  it.skipIf(!isRoot)(`fails, exit 1, on a store owned by another user (${NOT_ROOT})`, async () => {
+  it.skipIf(lacksRoot)(`fails, exit 1, on a store owned by another user (${NOT_ROOT})`, async () => {
     const store = scratch.fresh();
     expect((await runCli(["apikey", "--create", "--name", "ci", "-r", "ADMIN", "--store", store])).code).toBe(0);
     const result = await nobody(["doctor", "--store", store]);
@@ -67,7 +67,7 @@ describe("doctor on a directory store", () => {
     expect(result.stdout).toMatch(/^pass  version/m); // every check still gets its line
   });
 
-  it.skipIf(!isRoot)(`fails, exit 1, when the audit trail cannot be written (${NOT_ROOT})`, async () => {
+  it.skipIf(lacksRoot)(`fails, exit 1, when the audit trail cannot be written (${NOT_ROOT})`, async () => {
     const store = nobodysFolder();
     expect((await nobody(["apikey", "--create", "--name", "ci", "-r", "ADMIN", "--store", store])).code).toBe(0);
     chmodSync(join(store, "audit", "audit.log"), 0o400);
@@ -87,7 +87,7 @@ describe("doctor on a directory store", () => {
     const ok = await runCli(["doctor", "--store", missing]);
     expect(ok.code, ok.stdout).toBe(0);
     expect(ok.stdout).toMatch(/^pass  owner +.* does not exist yet; uid \d+ may create it in /m);
-    if (!isRoot) return;
+    if (lacksRoot) return;
     const refused = await nobody(["doctor", "--store", "/nonexistent/dir"]);
     expect(refused.code).toBe(1);
     expect(refused.stdout).toMatch(/^FAIL  owner +\/nonexistent\/dir does not exist yet; it cannot be created: uid 65534 may not create it in \/ \(EACCES\)$/m);
@@ -139,7 +139,7 @@ describe("an empty or missing store names itself in --list", () => {
     expect(result.stderr.trim()).toBe("No API keys stored in fs:/nonexistent/dir (it does not exist yet; uid 0 may create it in /)");
   });
 
-  it.skipIf(!isRoot)(`a missing store that could not be created is unavailable, exit 3 (${NOT_ROOT})`, async () => {
+  it.skipIf(lacksRoot)(`a missing store that could not be created is unavailable, exit 3 (${NOT_ROOT})`, async () => {
     const result = await nobody(["apikey", "--list", "--store", "/nonexistent/dir"]);
     expect(result.code).toBe(3);
     expect(result.stderr.trim()).toBe("Error: Key store unavailable: fs:/nonexistent/dir does not exist, and it cannot be created: uid 65534 may not create it in / (EACCES)");
@@ -147,7 +147,7 @@ describe("an empty or missing store names itself in --list", () => {
 });
 
 describe("serve creates its store as the user it runs as", () => {
-  it.skipIf(!isRoot)(`serve as uid 65534 makes its store; root's later create keeps that owner (${NOT_ROOT})`, async () => {
+  it.skipIf(lacksRoot)(`serve as uid 65534 makes its store; root's later create keeps that owner (${NOT_ROOT})`, async () => {
     const store = nobodysFolder();
     const child = spawn(AS_NOBODY[0], [...AS_NOBODY.slice(1), process.execPath, CLI, "serve", "--port", "0", "--store", store], {
       cwd: ROOT, env: { ...process.env, LOG_LEVEL: undefined, HOME: "/nonexistent" },

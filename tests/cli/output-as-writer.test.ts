@@ -6,7 +6,7 @@ import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, statSync } f
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { runCli } from "../helpers/cli.ts";
-import { AS_NOBODY, isRoot, NOBODY, NOT_ROOT, sharedScratch } from "../helpers/users.ts";
+import { AS_NOBODY, lacksRoot, NOBODY, NOT_ROOT, sharedScratch } from "../helpers/users.ts";
 
 const scratch = sharedScratch("service-api-output-writer-");
 
@@ -25,7 +25,7 @@ const trail = async (store: string) => (await runCli(["apikey", "--audit", "--js
 const names = async (store: string) =>
   (JSON.parse((await runCli(["apikey", "--list", "--json", "--store", store])).stdout).keys as { name: string }[]).map((k) => k.name).sort();
 
-describe.skipIf(!isRoot)(`root's --output on another user's store (${NOT_ROOT})`, () => {
+describe.skipIf(lacksRoot)(`root's --output on another user's store (${NOT_ROOT})`, () => {
   it.each([[false], [true]])("a root-only folder is refused before anything is created (--force: %s)", async (force) => {
     const store = nobodysStore();
     const folder = join(scratch.dir(), `root-only-${force}`);

@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { generateSecret } from "../../lib/core/secret.ts";
 import { CLI, runCli, type RunResult, tempDir } from "../helpers/cli.ts";
-import { AS_NOBODY, isRoot, NOT_ROOT, sharedScratch } from "../helpers/users.ts";
+import { AS_NOBODY, isRoot, lacksRoot, NOT_ROOT, sharedScratch } from "../helpers/users.ts";
 
 let tmp: ReturnType<typeof tempDir>;
 let store: string;
@@ -179,7 +179,7 @@ describe("apikey --scan", () => {
   });
 });
 
-describe.skipIf(!isRoot)(`apikey --scan as another user (${isRoot ? "root" : NOT_ROOT})`, () => {
+describe.skipIf(lacksRoot)(`apikey --scan as another user (${isRoot ? "root" : NOT_ROOT})`, () => {
   const shared = sharedScratch("service-api-scan-user-");
 
   it("counts and names a file it may not read, and goes on", () => {

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { execFileSync, spawn } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CLI, ROOT, runCli, type RunResult } from "../helpers/cli.ts";
-import { AS_NOBODY, isRoot, NOBODY, NOT_ROOT, sharedScratch } from "../helpers/users.ts";
+import { AS_NOBODY, lacksRoot, NOBODY, NOT_ROOT, sharedScratch } from "../helpers/users.ts";
 import { gql, type ServerProcess } from "../helpers/server.ts";
 
 
@@ -68,7 +68,7 @@ describe("a loose or foreign store directory", () => {
     for (const entry of walk(store)) if (entry.dir) expect(entry.mode, entry.path).toBe(0o700);
   });
 
-  it.skipIf(!isRoot)(`refuses another user acting on a store it does not own, naming the path (${NOT_ROOT})`, async () => {
+  it.skipIf(lacksRoot)(`refuses another user acting on a store it does not own, naming the path (${NOT_ROOT})`, async () => {
     const store = fresh();
     mkdirSync(store);
     chmodSync(store, 0o777); // as loose as it gets: the user could write it, and still must not use it
@@ -78,7 +78,7 @@ describe("a loose or foreign store directory", () => {
     expect(readdirSync(store)).toEqual([]);
   });
 
-  it.skipIf(!isRoot)(`refuses entries another user planted while the store was open, and their ADMIN key never works (${NOT_ROOT})`, async () => {
+  it.skipIf(lacksRoot)(`refuses entries another user planted while the store was open, and their ADMIN key never works (${NOT_ROOT})`, async () => {
     // The other user mints a key in a store of its own and copies its entries into ours, which is 0777.
     const own = `${fresh()}-nobody`;
     mkdirSync(own, { mode: 0o700 });
@@ -117,7 +117,7 @@ describe("a loose or foreign store directory", () => {
     }
   });
 
-  it.skipIf(!isRoot)(`refuses an entry another user slipped into an entry folder left open, naming it (${NOT_ROOT})`, async () => {
+  it.skipIf(lacksRoot)(`refuses an entry another user slipped into an entry folder left open, naming it (${NOT_ROOT})`, async () => {
     const store = fresh();
     expect((await create(store, "real")).code).toBe(0);
     chmodSync(store, 0o755); // reachable by others, and names/ open to them
@@ -167,7 +167,7 @@ describe("several Unix users on one store", () => {
   let server: ServerProcess | undefined;
   afterAll(async () => void (await server?.stop()));
 
-  it.skipIf(!isRoot)(`root's CLI on a service's store acts as the service's user: creates authenticate, deletes revoke (${NOT_ROOT})`, async () => {
+  it.skipIf(lacksRoot)(`root's CLI on a service's store acts as the service's user: creates authenticate, deletes revoke (${NOT_ROOT})`, async () => {
     const store = fresh();
     mkdirSync(store, { mode: 0o700 });
     execFileSync("chown", [`${NOBODY}:${NOBODY}`, store]);
@@ -242,7 +242,7 @@ describe("any store path, umask or disk ends in bounded time with one clear line
     }
   });
 
-  it.skipIf(!isRoot)(`works under umask 0277 for a user without root's overrides (${NOT_ROOT})`, async () => {
+  it.skipIf(lacksRoot)(`works under umask 0277 for a user without root's overrides (${NOT_ROOT})`, async () => {
     const parent = fresh();
     mkdirSync(parent, { mode: 0o755 });
     execFileSync("chown", [`${NOBODY}:${NOBODY}`, parent]);
@@ -256,7 +256,7 @@ describe("any store path, umask or disk ends in bounded time with one clear line
     for (const entry of walk(store)) expect(entry.mode, entry.path).toBe(entry.dir ? 0o700 : 0o600);
   });
 
-  describe.skipIf(!isRoot)(`a read-only store (${NOT_ROOT})`, () => {
+  describe.skipIf(lacksRoot)(`a read-only store (${NOT_ROOT})`, () => {
     const mount = join("/tmp", `service-api-ro-${process.pid}`);
     beforeAll(() => {
       mkdirSync(mount, { recursive: true });

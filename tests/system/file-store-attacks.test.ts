@@ -9,7 +9,7 @@ import { openKeyStore, parseStoreSpec } from "../../lib/store/config.ts";
 import { fsDriver } from "../../lib/store/drivers/fs.ts";
 import { createKeyStore } from "../../lib/store/key-store.ts";
 import { CLI, ROOT, runCli, type RunResult } from "../helpers/cli.ts";
-import { AS_NOBODY, isRoot, NOBODY, NOT_ROOT, sharedScratch } from "../helpers/users.ts";
+import { AS_NOBODY, lacksRoot, NOBODY, NOT_ROOT, sharedScratch } from "../helpers/users.ts";
 
 /** The system's python (a per-user shim, like pyenv's under /root, is out of the second user's reach). */
 const PYTHON = "/usr/bin/python3";
@@ -40,7 +40,7 @@ const expectRootsStill = (path: string) => {
 };
 
 describe("root's CLI on another user's store acts as that user", () => {
-  it.skipIf(!isRoot)(`never chowns a root-owned file hard-linked into a loose folder of the store (${NOT_ROOT})`, async () => {
+  it.skipIf(lacksRoot)(`never chowns a root-owned file hard-linked into a loose folder of the store (${NOT_ROOT})`, async () => {
     const { store, victim } = await nobodysStore();
     // What the owner does where protected_hardlinks=0 (here root plants it for them): no race needed.
     linkSync(victim, join(store, "keys", "planted"));
@@ -54,7 +54,7 @@ describe("root's CLI on another user's store acts as that user", () => {
     }
   });
 
-  it.skipIf(!isRoot)(`the owner swapping a folder for a link to a root directory mid-run (renameat2 RENAME_EXCHANGE loop) gains nothing (${NOT_ROOT})`, async () => {
+  it.skipIf(lacksRoot)(`the owner swapping a folder for a link to a root directory mid-run (renameat2 RENAME_EXCHANGE loop) gains nothing (${NOT_ROOT})`, async () => {
     const { store, target, victim } = await nobodysStore();
     symlinkSync(target, join(store, "keys_alt"));
     execFileSync("chown", ["-h", `${NOBODY}:${NOBODY}`, join(store, "keys_alt")]);
@@ -75,7 +75,7 @@ describe("root's CLI on another user's store acts as that user", () => {
     for (const run of runs) expect(run.stderr).not.toMatch(/\n\s+at /);
   }, 60_000);
 
-  it.skipIf(!isRoot)(`root that cannot switch users (no CAP_SETUID/CAP_SETGID) is refused on another user's store, never goes on as root (${NOT_ROOT})`, async () => {
+  it.skipIf(lacksRoot)(`root that cannot switch users (no CAP_SETUID/CAP_SETGID) is refused on another user's store, never goes on as root (${NOT_ROOT})`, async () => {
     const { store } = await nobodysStore();
     const run = spawnSync("setpriv", ["--inh-caps=-all", "--bounding-set=-setuid,-setgid", "--", process.execPath, CLI, "apikey", "--create", "--name", "y", "--roles", "GUEST", "--store", store], { encoding: "utf8" });
     expect(run.status).toBe(3);
@@ -83,7 +83,7 @@ describe("root's CLI on another user's store acts as that user", () => {
     expect(run.stderr.trim()).toMatch(/^Error: Key store unavailable: \S+ belongs to uid 65534, and this process cannot act as that user \(EPERM\)\. Run the command as uid 65534\.$/);
   });
 
-  it.skipIf(!isRoot)(`an install the store's owner cannot read is refused up front, not with "Cannot find module" later (${NOT_ROOT})`, async () => {
+  it.skipIf(lacksRoot)(`an install the store's owner cannot read is refused up front, not with "Cannot find module" later (${NOT_ROOT})`, async () => {
     const { store } = await nobodysStore();
     const hidden = join(scratch.dir(), "root-only");
     mkdirSync(hidden, { mode: 0o700 });
@@ -94,14 +94,14 @@ describe("root's CLI on another user's store acts as that user", () => {
     expect(run.stderr.trim()).toMatch(/^Error: Key store unavailable: \S+ belongs to uid 65534, and root works on it as that user, who cannot read this program/);
   });
 
-  it.skipIf(!isRoot)(`under Deno, which cannot switch users, root is refused on another user's store with one line (${NOT_ROOT})`, async () => {
+  it.skipIf(lacksRoot)(`under Deno, which cannot switch users, root is refused on another user's store with one line (${NOT_ROOT})`, async () => {
     const { store } = await nobodysStore();
     const run = spawnSync(join(ROOT, "node_modules/.bin/deno"), ["run", "-A", "cli.ts", "apikey", "--list", "--store", store], { cwd: ROOT, encoding: "utf8", timeout: 60_000 });
     expect(run.status).toBe(3);
     expect(run.stderr.trim()).toMatch(/^Error: Key store unavailable: \S+ belongs to uid 65534, and root may work on another user's store only as that user, which this runtime cannot switch to\./);
   }, 60_000);
 
-  it.skipIf(!isRoot)(`root on its own store and a user on theirs work as before (${NOT_ROOT})`, async () => {
+  it.skipIf(lacksRoot)(`root on its own store and a user on theirs work as before (${NOT_ROOT})`, async () => {
     const mine = fresh();
     expect((await create(mine, "roots")).code).toBe(0);
     expect(statSync(join(mine, "keys")).uid).toBe(0);
@@ -238,7 +238,7 @@ describe("--store mistakes and a full disk get one clear line", () => {
   afterAll(() => {
     if (disk) execFileSync("umount", [disk], { stdio: "ignore" });
   });
-  it.skipIf(!isRoot)("a create on a full disk names the file it could not write (needs root for a tmpfs mount; CI runs as root)", async () => {
+  it.skipIf(lacksRoot)("a create on a full disk names the file it could not write (needs root for a tmpfs mount; CI runs as root)", async () => {
     const at = join(scratch.dir(), "full");
     mkdirSync(at);
     execFileSync("mount", ["-t", "tmpfs", "-o", "size=256k", "tmpfs", at]);

@@ -12,7 +12,7 @@ import { parseInstant } from "../../lib/core/lifecycle.ts";
 import { createKeyStore, type KeyStore } from "../../lib/store/key-store.ts";
 import { type RunningServer, serve } from "../../lib/http/serve.ts";
 import { runCli, tempDir } from "../helpers/cli.ts";
-import { isRoot, NOBODY, NOT_ROOT } from "../helpers/users.ts";
+import { lacksRoot, NOBODY, NOT_ROOT } from "../helpers/users.ts";
 import { gql } from "../helpers/server.ts";
 
 const HOUR = 3_600_000;
@@ -136,7 +136,7 @@ describe("an overwrite of a name nobody has", () => {
 });
 
 describe("the actor when root works on another user's store", () => {
-  it.skipIf(!isRoot)(`is root, not the store's owner (${NOT_ROOT})`, async () => {
+  it.skipIf(lacksRoot)(`is root, not the store's owner (${NOT_ROOT})`, async () => {
     const tmp = tempDir();
     try {
       chmodSync(tmp.dir, 0o755);
