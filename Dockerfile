@@ -1,6 +1,6 @@
 # syntax=docker/dockerfile:1
 # service-api-keys as a container: `serve` on 0.0.0.0:3001, keys in the /data volume.
-# tests/container-install.test.ts reproduces what this image does without a Docker daemon.
+# tests/system/container-install.test.ts reproduces what this image does without a Docker daemon.
 ARG NODE_VERSION=22
 
 # Build: dev dependencies, `npm pack` (its prepack script builds dist/), one tarball out.

@@ -1,5 +1,5 @@
 // The consent page's input, checked before anything is shown: the scopes an app asks for (Unraid's grammar)
-// and where the browser may be sent back to. Pure functions: tests/console-scopes.test.ts runs them in Node.
+// and where the browser may be sent back to. Pure functions: tests/http/console-scopes.test.ts runs them in Node.
 import { ACTIONS, type AuthAction, type Permission, RESOURCES, type Resource, ROLES, type Role } from "../lib/core/model.ts";
 
 /** What a `scopes` parameter asks for, or the scopes that could not be read (each shown, none dropped). */

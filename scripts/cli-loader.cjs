@@ -19,7 +19,7 @@ const { join } = require("node:path");
 const file = join(__dirname, "cli-main.cjs");
 const cacheFile = join(__dirname, `cli-main.${process.versions.v8}.cache`);
 // SERVICE_API_CODE_CACHE=write: the build runs one create so, which saves the cache of all it compiled.
-// =report: says on stderr how the bundle was started (tests/startup.test.ts).
+// =report: says on stderr how the bundle was started (tests/cli/startup.test.ts).
 const mode = process.env.SERVICE_API_CODE_CACHE;
 let cachedData;
 try {

@@ -1,4 +1,4 @@
-// Debian's headless Chromium through playwright-core, launched as tests/explorer.test.ts does; CI installs
+// Debian's headless Chromium through playwright-core, launched as tests/http/explorer.test.ts does; CI installs
 // /usr/bin/chromium, so a missing browser fails the test rather than skipping it. Also: a page's problems
 // (script errors, CSP refusals) collected, and two accessibility checks: every control in Chromium's own
 // accessibility tree must have a name, and axe-core must find no serious or critical violation.

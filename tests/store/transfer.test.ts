@@ -1,0 +1,139 @@
+// Export and import through the library: a store's keys go to JSON lines and back into another store with
+// every secret still working; a file that is malformed, tampered with or from a newer format is refused
+// whole, naming its line, and the target store is left exactly as it was.
+import { describe, expect, it } from "vitest";
+import { createStorage } from "unstorage";
+import { createKeyStore } from "../../lib/store/key-store.ts";
+import { exportLines, parseExport } from "../../lib/store/transfer.ts";
+import { isServiceError } from "../../lib/core/errors.ts";
+import { generateSecret } from "../../lib/core/secret.ts";
+
+const text = (lines: Iterable<string>) => [...lines].join("");
+
+async function source() {
+  const store = createKeyStore();
+  const deploy = await store.create({ name: "deploy key", description: "the deployer", roles: ["ADMIN"], permissions: [], expiresAt: new Date(Date.now() + 90 * 86_400_000).toISOString() });
+  const old = await store.create({ name: "ci", roles: [], permissions: [{ resource: "DOCKER", actions: ["READ_ANY"] }] });
+  const ci = await store.create({ name: "ci", roles: ["VIEWER"], permissions: [] }, { overwrite: true, graceMs: 600_000 });
+  return { store, secrets: { deploy: deploy.key, old: old.key, ci: ci.key } };
+}
+
+/** The refusal a promise ends in: its code and message. */
+async function refusal(promise: Promise<unknown>) {
+  try {
+    await promise;
+  } catch (error) {
+    if (isServiceError(error)) return { code: error.code, message: error.message };
+    throw error;
+  }
+  throw new Error("expected a refusal");
+}
+const refusalOf = (fn: () => unknown) => refusal(Promise.resolve().then(fn));
+
+describe("export and import", () => {
+  it("carries every key, its settings and its grace period, and every secret verifies in the new store", async () => {
+    const { store, secrets } = await source();
+    const file = text(exportLines(await store.exportRecords(), await store.audit()));
+    for (const secret of Object.values(secrets)) expect(file).not.toContain(secret);
+    const target = createKeyStore();
+    const report = await target.importRecords(parseExport(file).keys);
+    expect(report.imported).toHaveLength(3);
+    expect(await target.list()).toEqual(await store.list());
+    expect((await target.verify(secrets.deploy))?.name).toBe("deploy key");
+    expect((await target.verify(secrets.ci))?.roles).toEqual(["VIEWER"]);
+    expect((await target.verify(secrets.old))?.graceUntil).toBeDefined(); // the replaced secret, still in its grace period
+    expect((await target.audit()).map((event) => event.action)).toEqual(["import", "import", "import"]);
+  });
+
+  it("carries a disabled key still disabled, with its reason, and a key's use counts", async () => {
+    const store = createKeyStore();
+    const paused = await store.create({ name: "paused", roles: ["VIEWER"], permissions: [] });
+    await store.update(paused.id, { disabled: true, disabledReason: "contract paused" });
+    await store.recordUse(new Map([[paused.id, { at: Date.now(), days: { [new Date().toISOString().slice(0, 10)]: 4 } }]]));
+    const file = text(exportLines(await store.exportRecords()));
+    const target = createKeyStore();
+    await target.importRecords(parseExport(file).keys);
+    expect(await target.get(paused.id)).toMatchObject({ disabled: true, disabledReason: "contract paused" });
+    expect(await target.verifyDetailed(paused.key)).toMatchObject({ code: "DISABLED" });
+    expect(await target.usage(paused.id)).toEqual(await store.usage(paused.id));
+    expect((await target.usage(paused.id))?.total).toBe(4);
+    const forged = file.replace('"disabledReason":"contract paused"', `"disabledReason":"bell\\u0007"`);
+    expect(forged).not.toBe(file);
+    expect((await refusalOf(() => parseExport(forged))).message).toMatch(/disabledReason is not a valid reason/);
+  });
+
+  it("refuses a conflict by default and changes nothing; skip leaves the store's key; overwrite replaces it", async () => {
+    const { store, secrets } = await source();
+    const keys = parseExport(text(exportLines(await store.exportRecords()))).keys;
+    const target = createKeyStore();
+    const mine = await target.create({ name: "deploy key", roles: ["GUEST"], permissions: [] });
+    const refused = await refusal(target.importRecords(keys));
+    expect(refused.code).toBe("NAME_TAKEN");
+    expect(refused.message).toMatch(/^Line \d+ of the import: the name 'deploy key' is taken by key /);
+    expect((await target.list()).map((key) => key.name)).toEqual(["deploy key"]);
+
+    expect((await target.importRecords(keys, { onConflict: "skip", dryRun: true })).skipped).toHaveLength(1);
+    expect(await target.list()).toHaveLength(1); // a dry run changes nothing
+    const skipped = await target.importRecords(keys, { onConflict: "skip" });
+    expect(skipped.skipped.map((key) => key.name)).toEqual(["deploy key"]);
+    expect((await target.verify(mine.key))?.name).toBe("deploy key");
+    expect(await target.verify(secrets.deploy)).toBeNull();
+
+    const again = createKeyStore();
+    const theirs = await again.create({ name: "deploy key", roles: ["GUEST"], permissions: [] });
+    await again.importRecords(keys, { onConflict: "overwrite" });
+    expect(await again.verify(theirs.key)).toBeNull();
+    expect((await again.verify(secrets.deploy))?.roles).toEqual(["ADMIN"]);
+  });
+
+  it("an overwrite that fails part-way puts back the keys it replaced: all or nothing", async () => {
+    const { store } = await source();
+    const keys = parseExport(text(exportLines(await store.exportRecords()))).keys;
+    const storage = createStorage();
+    const target = createKeyStore({ storage });
+    const mine = await target.create({ name: "deploy key", roles: ["GUEST"], permissions: [], description: "the target's own" });
+    const before = await target.list();
+    // The disk fills (or another writer takes a name) while the file's last key is written.
+    const last = keys.at(-1)!.record.id;
+    const setItem = storage.setItem.bind(storage);
+    storage.setItem = (async (key: string, value: unknown) => {
+      if (key === `keys:${last}`) throw Object.assign(new Error("no space left on device"), { code: "ENOSPC" });
+      return setItem(key, value as never);
+    }) as typeof storage.setItem;
+    const refused = await refusal(target.importRecords(keys, { onConflict: "overwrite" }));
+    expect(refused.code).toBe("STORE_UNAVAILABLE");
+    expect(await target.list()).toEqual(before); // the store's own key is back, the file's keys are gone
+    expect((await target.verify(mine.key))?.description).toBe("the target's own");
+  });
+
+  it("refuses a malformed, tampered or newer file whole, naming the line", async () => {
+    const { store } = await source();
+    const lines = text(exportLines(await store.exportRecords())).trimEnd().split("\n");
+    const edit = (at: number, change: (value: Record<string, unknown>) => void) => {
+      const copy = [...lines];
+      const value = JSON.parse(copy[at]);
+      change(value);
+      copy[at] = JSON.stringify(value);
+      return `${copy.join("\n")}\n`;
+    };
+    const cases: [string, string, RegExp][] = [
+      ["a hash that is not one", edit(2, (v) => (v.hash = "not a hash")), /^Line 3 of the import: the hash is not a SHA-256/],
+      ["an unknown field", edit(1, (v) => (v.owner = "mallory")), /^Line 2 of the import: unknown field "owner"/],
+      ["an unknown role", edit(3, (v) => (v.roles = ["ROOT"])), /^Line 4 of the import: unknown role "ROOT"/],
+      ["a duplicate id", edit(2, (v) => (v.id = JSON.parse(lines[1]).id)), /^Line 3 of the import: the same id as line 2/],
+      ["a newer format", edit(0, (v) => (v.version = 2)), /^Line 1 of the import: written in format version 2 by a newer service-api/],
+      ["a truncated line", `${lines.join("\n").slice(0, -20)}\n`, /^Line 4 of the import: not a JSON object/],
+      ["no header", `${lines.slice(1).join("\n")}\n`, /^Line 1 of the import: not an export/],
+      ["a date that does not exist", edit(1, (v) => (v.createdAt = "2026-02-30T00:00:00.000Z")), /^Line 2 of the import: createdAt is not a time as the store writes it/],
+      ["a grace period of years", edit(1, (v) => (v.graceUntil = "2099-01-01T00:00:00.000Z")), /^Line 2 of the import: graceUntil is more than 24 hours away/],
+      ["an expiry past the bound", edit(1, (v) => (v.expiresAt = "9999-01-01T00:00:00.000Z")), /^Line 2 of the import: expiresAt is more than 3650 days away/],
+      ["a key made in the future", edit(1, (v) => (v.createdAt = "2099-01-01T00:00:00.000Z")), /^Line 2 of the import: createdAt is in the future/],
+      ["a secret in the description", edit(1, (v) => (v.description = `see ${generateSecret()}`)), /^Line 2 of the import: Description must not contain an API key secret/],
+    ];
+    for (const [what, file, message] of cases) {
+      const refused = await refusalOf(() => parseExport(file));
+      expect(refused.code, what).toBe("INVALID_INPUT");
+      expect(refused.message, what).toMatch(message);
+    }
+  });
+});
