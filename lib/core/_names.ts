@@ -60,7 +60,7 @@ function scriptsOf(word: string): Set<string> {
  * ASCII letters, digits and spaces only, as most names are. Such a name has no invisible character, no
  * mark, is its own NFC and NFKC form and is written in one script (Latin, with Common digits), so of the
  * rules here only the one on runs of spaces can refuse it, and none of the Unicode property patterns
- * needs building (a few milliseconds of a CLI start: tests/names.test.ts holds both paths to the same verdicts).
+ * needs building (a few milliseconds of a CLI start: tests/core/names.test.ts holds both paths to the same verdicts).
  */
 export const isPlainName = (name: string): boolean => PLAIN.test(name);
 const PLAIN = /^[A-Za-z0-9 ]+$/;

@@ -2,8 +2,8 @@
  * Compiled execution: a query's operation is compiled once with graphql-jit (by `prepared.ts`, on its
  * COMPILE_AFTER-th run) and its compiled form runs it instead of graphql-js's `execute`. graphql-js stays
  * the reference: whatever graphql-jit does not compile, and every answer it gives with errors, goes to
- * graphql-js, so that answers are byte-identical to graphql-js's (tests/graphql-compiled.test.ts and the
- * differential fuzzer, tests/graphql-jit-diff.test.ts, compare them).
+ * graphql-js, so that answers are byte-identical to graphql-js's (tests/graphql/compiled.test.ts and the
+ * differential fuzzer, tests/graphql/compiled-fuzz.test.ts, compare them).
  */
 import { BREAK, type DocumentNode, execute, type ExecutionArgs, type ExecutionResult, type GraphQLSchema, Kind, visit } from "graphql";
 import { type CompiledQuery, compileQuery, isCompiledQuery } from "graphql-jit";
@@ -39,8 +39,8 @@ export function compileOperation(schema: GraphQLSchema, document: DocumentNode, 
  * - a string or a name holding `__MAGIC_`: graphql-jit writes literals into the code it generates with
  *   `JSON.stringify` and then turns its own placeholders (`"__MAGIC_DATE__<uuid>…"`) into code, so the
  *   rest of such a string ran as JavaScript in the service, for any key (`__type(name:)` needs no
- *   permission). Found by differential fuzzing (tests/graphql-jit-diff.test.ts).
- * Each case is in tests/graphql-compiled.test.ts, compared with graphql-js.
+ *   permission). Found by differential fuzzing (tests/graphql/compiled-fuzz.test.ts).
+ * Each case is in tests/graphql/compiled.test.ts, compared with graphql-js.
  */
 function jitAnswersAlike(document: DocumentNode): boolean {
   let alike = true;

@@ -7,7 +7,7 @@
  * the service's p99 is about 0.1 ms (7%) lower without it, at the same CPU.
  * The other collectors cost nothing between scrapes but the event-loop delay histogram, which is native.
  *
- * The list mirrors prom-client's `lib/defaultMetrics.js` (15.x); tests/metrics-process.test.ts fails if
+ * The list mirrors prom-client's `lib/defaultMetrics.js` (15.x); tests/http/metrics-process.test.ts fails if
  * prom-client's defaults name a metric this does not serve.
  */
 import type { Registry } from "prom-client";

@@ -88,7 +88,7 @@ function createTally(bounds: readonly number[]) {
 
     toHistogram(histogram: client.Histogram<"operation">) {
       // prom-client has no setter for a histogram: its label set is created by `zero()` (the public
-      // way), then its buckets, sum and count are set to ours. tests/metrics.test.ts compares the
+      // way), then its buckets, sum and count are set to ours. tests/http/metrics-exposition.test.ts compares the
       // exposition with prom-client's own observations, so a change of that shape fails there.
       const held = (histogram as unknown as { hashMap: Record<string, PromBucketValues> }).hashMap;
       for (const [operation, d] of durations) {

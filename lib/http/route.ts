@@ -2,7 +2,7 @@
  * The GraphQL-over-HTTP route of an authenticated request: read the parameters, prepare the query
  * (`graphql/prepared.ts`: parsed, validated and compiled once per query text), check what the request
  * may ask, execute, and write the answer in the media type negotiated. Statuses are the GraphQL-over-HTTP
- * spec's (graphql-http's `serverAudits` hold them in tests/interop-audits.test.ts): a request error (no
+ * spec's (graphql-http's `serverAudits` hold them in tests/http/graphql-over-http-audits.test.ts): a request error (no
  * `data`) is a 400 under `application/graphql-response+json` and a 200 under `application/json`; a result
  * with `data` is a 200. Returns without a promise when execution waited on nothing.
  */

@@ -37,7 +37,7 @@
  * that dies between the steps leaves at most an unreferenced record, never a half-made key, and a
  * secret only authenticates while its key's name entry points at its record.
  *
- * Races on one key (reasoned per pair; tests/races.test.ts runs them in a loop on files and Redis):
+ * Races on one key (reasoned per pair; tests/store/races.test.ts runs them in a loop on files and Redis):
  * - update, deleteById and the clean-up after an overwrite or deleteByName hold the key's lock
  *   (`exclusive("keys:<id>")`), so they never interleave: two renames of one key run one after the other.
  * - create claims a name only when it is absent; overwrite swaps it only while it holds the key read
