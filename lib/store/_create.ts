@@ -16,18 +16,50 @@ type RemoveById = (id: string, action: "delete", change: ChangeOptions) => Promi
 
 /**
  * Marks the live key `id` as replaced-with-grace until `until` (ms), before its name moves on. A key of
- * that name still in an earlier grace period is removed: a name has at most two working secrets.
+ * that name still in an earlier grace period is removed: a name has at most two working secrets. Runs
+ * under the key's lock, with the swap of the name (`swapName`).
  */
 async function startGrace(ctx: StoreContext, removeById: RemoveById, id: string, until: number, change: ChangeOptions) {
-  const { storage, atomic } = ctx;
+  const { storage } = ctx;
   const { graceKey, readRecord, readId, live } = ctx.entries;
-  await atomic.exclusive(`keys:${id}`, async () => {
-    const old = await live(await readRecord(id));
-    if (!old) return;
-    const earlier = await readId(graceKey(old.name));
-    if (isKeyId(earlier) && earlier !== id) await removeById(earlier, "delete", change);
-    await storage.setItem(`keys:${id}`, { ...old, graceUntil: iso(Math.min(until, untilOf(old.expiresAt))) });
-    await storage.setItem(graceKey(old.name), id);
+  const old = await live(await readRecord(id));
+  if (!old) return;
+  const earlier = await readId(graceKey(old.name));
+  if (isKeyId(earlier) && earlier !== id) await removeById(earlier, "delete", change);
+  await storage.setItem(`keys:${id}`, { ...old, graceUntil: iso(Math.min(until, untilOf(old.expiresAt))) });
+  await storage.setItem(graceKey(old.name), id);
+}
+
+/**
+ * Moves the name from `current` to `next`: its compare-and-swap (a plain swap where the backend has none).
+ * Returns the id replaced, or false when the name no longer held `current`. With a grace period the key
+ * is marked and the name swapped under one hold of the key's lock, which a rotation holds throughout: the
+ * rotation then comes wholly before the two (the grace period keeps its new secret) or wholly after them
+ * (it finds the key replaced, NOT_FOUND), never between them, where it would rewrite the marked record
+ * without its grace time and hand out a secret that dies with the swap. A marking that fails fails the
+ * overwrite (`onMarkFailed`), before the name moves.
+ */
+async function swapName(
+  ctx: StoreContext,
+  removeById: RemoveById,
+  names: string,
+  current: string,
+  next: string,
+  grace: { until: number; change: ChangeOptions } | undefined,
+  onMarkFailed: (error: unknown) => Promise<never>,
+): Promise<string | null | false> {
+  const { atomic, bumpRevision } = ctx;
+  const swap = async () => {
+    // Bumped before the swap as well as after: a process killed between the two must not leave
+    // other processes trusting remembered verifications of the key it replaced.
+    await bumpRevision();
+    if (!atomic.swapIf) return await atomic.swap(names, next);
+    return (await atomic.swapIf(names, current, next)) ? current : false;
+  };
+  if (!grace || !isKeyId(current)) return swap();
+  return atomic.exclusive(`keys:${current}`, async () => {
+    await startGrace(ctx, removeById, current, grace.until, grace.change).catch(onMarkFailed);
+    return swap();
   });
 }
 
@@ -76,28 +108,24 @@ async function commit(
   options: CreateOptions,
   taken: () => ServiceError,
 ): Promise<string | null> {
-  const { atomic, audit, bumpRevision, now } = ctx;
+  const { atomic, audit, now } = ctx;
   const { nameKey, readId, discard } = ctx.entries;
   const { overwrite = false, graceMs, actor } = options;
   const names = nameKey(record.name);
   let current = existing;
+  const unwritten = async (error: unknown): Promise<never> => {
+    await discard(record, false).catch(() => {}); // never committed: its secret was never handed out
+    throw error;
+  };
   for (let attempt = 1; ; attempt++) {
-    try {
-      const replacing = overwrite && isKeyId(current) ? current : undefined;
-      await audit(replacing ? "overwrite" : "create", record, { actor }, replacing ? { replaced: replacing } : undefined);
-      if (replacing && graceMs) await startGrace(ctx, removeById, replacing, now() + graceMs, { actor });
-    } catch (error) {
-      await discard(record, false).catch(() => {}); // never committed: its secret was never handed out
-      throw error;
-    }
+    const replacing = overwrite && isKeyId(current) ? current : undefined;
+    await audit(replacing ? "overwrite" : "create", record, { actor }, replacing ? { replaced: replacing } : undefined).catch(unwritten);
     if (current === null) {
       if (await atomic.claim(names, record.id)) return null;
     } else {
-      // Bumped before the swap as well as after: a process killed between the two must not leave
-      // other processes trusting remembered verifications of the key it replaced.
-      await bumpRevision();
-      if (!atomic.swapIf) return await atomic.swap(names, record.id);
-      if (await atomic.swapIf(names, current, record.id)) return current;
+      const grace = replacing && graceMs ? { until: now() + graceMs, change: { actor } } : undefined;
+      const replaced = await swapName(ctx, removeById, names, current, record.id, grace, unwritten);
+      if (replaced !== false) return replaced;
     }
     if (!overwrite || attempt >= 64) {
       await discard(record, false);

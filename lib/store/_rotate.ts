@@ -3,7 +3,8 @@
  * replaced, so the id and every setting it holds (name, description, roles, permissions, expiry, and any
  * field a record gains later) carry over by construction.
  *
- * Steps, under the key's lock (so never between an update's, a delete's or an overwrite's clean-up steps):
+ * Steps, under the key's lock (so never between an update's, a delete's or an overwrite's clean-up steps,
+ * nor between an overwrite's grace marking and its swap of the name, which it makes in one hold of the lock):
  *   1. the new secret's entry, pointing at the key (durable before anything refers to it);
  *   2. the event (write-ahead, like every change);
  *   3. with a grace period: a twin of the old record under a new id, with the old hash and `graceUntil`,

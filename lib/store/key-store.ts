@@ -24,7 +24,7 @@
  * Lifecycle. A record may carry `expiresAt`: from that instant `verify` refuses it (and remembered
  * verifications lapse, the clock being read on every hit) until `deleteExpired` removes it. An
  * overwrite with a grace period first marks the old record with `graceUntil` and points its name's
- * grace entry at it (under the old key's lock), then swaps the name: the old secret authenticates
+ * grace entry at it, then swaps the name, both in one hold of the old key's lock: the old secret authenticates
  * without a gap until then, through the grace entry. Everything that removes a key removes that entry
  * first. `lastUsedAt` and the use counts are rewritten in the record under the key's lock (`recordUse`,
  * _usage.ts), so they neither revive a deleted key nor lose an update made meanwhile; they change no

@@ -2,17 +2,18 @@
  * `service-api doctor`: which store this user's commands use, where that choice came from, and whether
  * it works: its owner and modes (a directory store), its key count, Redis reachability (a Redis store),
  * whether its audit trail can be written, the runtime and the version. One pass/fail line per check,
- * or the same as JSON; exit 1 when a check fails. It changes no key and creates no missing store; opening
- * the store (for the key count) makes folders of ours private again, as every command does.
+ * or the same as JSON; exit 1 when a check fails. It changes nothing: it creates no missing store, and
+ * a store whose folders are open to other users is reported (with the fix) and not opened, since opening
+ * it would make them private (`_fs-trust.ts`), as every other command does.
  */
 import * as fs from "node:fs";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import process from "node:process";
 import { isServiceError } from "../../core/errors.ts";
 import { redactSecrets } from "../../core/secret.ts";
 import { VERSION } from "../../core/version.ts";
 import { describeStore, openKeyStore, parseStoreSpec, type StoreSpec, storeSource } from "../../store/config.ts";
-import { fsPresence } from "../../store/drivers/_fs-presence.ts";
+import { fsPresence, type LooseFolder, looseFolders } from "../../store/drivers/_fs-presence.ts";
 import type { CommandDef, CommandIO } from "../command.ts";
 import type { Output } from "../format-results.ts";
 import { jsonLine } from "../json-text.ts";
@@ -34,20 +35,28 @@ const octal = (mode: number) => mode.toString(8).padStart(4, "0");
 const euid = () => process.geteuid?.() ?? -1;
 const messageOf = (error: unknown) => redactSecrets(isServiceError(error) || error instanceof Error ? error.message : String(error));
 
-/** The directory's owner and mode: ours (or root's to act as the owner), and private; or, when missing, whether it could be made. */
-function ownerCheck(dir: string): { check: Check; exists: boolean } {
+/**
+ * The directory's owner and mode: ours (or root's to act as the owner), and private, its folders too; or,
+ * when missing, whether it could be made. Read-only (`looseFolders`): `open` is true when a folder is open
+ * to other users, which opening the store would change.
+ */
+function ownerCheck(dir: string): { check: Check; exists: boolean; open: boolean } {
   const found = fsPresence(dir);
   if (!found.exists) {
     const detail = `${dir} does not exist yet; ${found.creatable ? "" : "it cannot be created: "}${found.why}`;
-    return { check: { name: "owner", ok: found.creatable, detail }, exists: false };
+    return { check: { name: "owner", ok: found.creatable, detail }, exists: false, open: false };
   }
   const me = euid();
+  const loose = looseFolders(dir);
+  const open = loose.filter((f) => f.why === "open");
+  const shown = (f: LooseFolder) => `${f.path === dir ? "the store" : `${basename(f.path)}/`} ${octal(f.mode)}`;
   const problems = [
     me !== -1 && me !== 0 && found.uid !== me ? `not yours (uid ${me})` : "",
-    found.mode & 0o077 ? "open to other users (should be 0700; opening it makes folders of yours private again)" : "",
+    open.length ? `open to other users (${open.map(shown).join(", ")}; should be 0700, left as found). Fix: chmod 700 ${open.map((f) => f.path).join(" ")}` : "",
+    ...loose.filter((f) => f.why === "owner").map((f) => `${f.path} belongs to uid ${f.uid}, not to the store's owner`),
   ].filter(Boolean);
-  const detail = `uid ${found.uid}, gid ${found.gid}, mode ${octal(found.mode)}${problems.length ? `: ${problems.join(", ")}` : ""}`;
-  return { check: { name: "owner", ok: problems.length === 0, detail }, exists: true };
+  const detail = `uid ${found.uid}, gid ${found.gid}, mode ${octal(found.mode)}${problems.length ? `: ${problems.join("; ")}` : ""}`;
+  return { check: { name: "owner", ok: problems.length === 0, detail }, exists: true, open: open.length > 0 };
 }
 
 /** Whether this process (as the store's owner, once the store is open) could append to `path` or create it. */
@@ -116,12 +125,17 @@ export async function runDoctor(flags: DoctorFlags, io: CommandIO): Promise<Outp
   const source = storeSource(flags.store, io.env);
   const checks: Check[] = [{ name: "store", ok: true, detail: `${describeStore(spec)} (from ${source.detail})` }];
   let exists = true;
+  let open = false;
   if (spec.kind === "fs") {
     const owner = ownerCheck(spec.dir);
     checks.push(owner.check);
-    exists = owner.exists;
+    ({ exists, open } = owner);
   }
-  if (exists) checks.push(...await storeChecks(spec, io));
+  if (open) {
+    // Opening it would make its folders private: doctor changes nothing, so it reads no further.
+    checks.push({ name: "keys", ok: false, detail: "not read: opening the store would make its folders private (see owner)" });
+    checks.push({ name: "audit", ok: false, detail: "not checked: the store was not opened (see owner)" });
+  } else if (exists) checks.push(...await storeChecks(spec, io));
   else {
     const note = checks[1].ok ? "made on the first create or when serve starts" : "the store cannot be created";
     checks.push({ name: "keys", ok: checks[1].ok, detail: `0 keys (${note})` });
