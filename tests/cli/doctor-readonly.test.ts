@@ -4,7 +4,7 @@ import { chmodSync, chownSync, readdirSync, readFileSync, statSync } from "node:
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { runCli, tempDir } from "../helpers/cli.ts";
-import { isRoot, NOBODY, NOT_ROOT } from "../helpers/users.ts";
+import { lacksRoot, NOBODY, NOT_ROOT } from "../helpers/users.ts";
 
 /** Every path under `dir` (itself included) with its mode, and each file's content. */
 function snapshot(dir: string): Record<string, string> {
@@ -68,7 +68,7 @@ describe("doctor on a store open to other users", () => {
     expect(modeOf(join(store, "keys"))).toBe(0o755);
   });
 
-  it.skipIf(!isRoot)(`names a folder inside the store that belongs to another user (${NOT_ROOT})`, async () => {
+  it.skipIf(lacksRoot)(`names a folder inside the store that belongs to another user (${NOT_ROOT})`, async () => {
     const store = await storeWithKey();
     chownSync(join(store, "names"), NOBODY, NOBODY);
     const result = await runCli(["doctor", "--store", store]);
