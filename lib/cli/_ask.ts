@@ -1,9 +1,11 @@
 /**
  * Typed questions over a consola-style `prompt(message, options)` function, with one cancellation
  * rule: Ctrl-C, Esc or end of input (Ctrl-D) at any question becomes `ServiceError("CANCELLED")`
- * (exit 130). Private to lib/cli/prompts.ts; the prompt function is injectable so tests can script the answers.
+ * (exit 130), and text asked again until it passes a valibot schema. Private to the interactive flows
+ * (lib/cli/prompts.ts, _ask-access.ts); the prompt function is injectable so tests can script the answers.
  */
 import type { PromptOptions } from "consola";
+import * as v from "valibot";
 import process from "node:process";
 import { ServiceError } from "../core/errors.ts";
 import { ttyPrompt } from "./_tty-prompt.ts";
@@ -112,4 +114,25 @@ export function createAsk(prompt: PromptFn = terminalPrompt, options?: AskOption
       return choices.map((choice) => choice.value).filter((value) => picked.includes(value));
     },
   };
+}
+
+/** How to answer a multiselect, in its question. */
+export const TOGGLE = "space to select, enter to confirm";
+
+/** The first problem valibot finds, or the parsed value. */
+function check<const S extends v.GenericSchema>(schema: S, input: unknown): { value: v.InferOutput<S> } | { problem: string } {
+  const result = v.safeParse(schema, input, { abortEarly: true });
+  return result.success ? { value: result.output } : { problem: result.issues[0].message };
+}
+
+/** Puts the problem with the last answer on the line above the question. */
+export const withProblem = (question: string, problem?: string) => (problem ? `${problem}\n${question}` : question);
+
+/** Asks until the answer passes the schema, showing the rule the last answer broke. */
+export async function askValid<const S extends v.GenericSchema>(ask: Ask, schema: S, question: string, problem?: string) {
+  for (;;) {
+    const checked = check(schema, await ask.text(withProblem(question, problem)));
+    if ("value" in checked) return checked.value as v.InferOutput<S>;
+    problem = checked.problem;
+  }
 }

@@ -7,22 +7,13 @@
  * Ctrl-C or Esc at any question: `ServiceError("CANCELLED")` (exit 130) before anything is written.
  * Results are the same `Output`s as in non-interactive mode, so `--json` works the same way.
  */
-import * as v from "valibot";
 import type { ApikeyFlags } from "./flags.ts";
-import { type Ask, type Choice, createAsk, type PromptFn } from "./_ask.ts";
+import { type Ask, askValid, type Choice, createAsk, type PromptFn, TOGGLE } from "./_ask.ts";
+import { askAccess } from "./_ask-access.ts";
 import { ServiceError } from "../core/errors.ts";
 import { formatCreated, formatDeleted, formatNothingChosen, formatNothingDeleted, type Output } from "./format.ts";
-import {
-  DescriptionSchema,
-  groupPermissions,
-  NameSchema,
-  NEED_ROLE_OR_PERMISSION,
-  parseInput,
-  PermissionsSchema,
-  RolesSchema,
-  withPresets,
-} from "../core/input.ts";
-import { ACTIONS, type ApiKeyInfo, type Permission, RESOURCES, type Role, ROLE_DESCRIPTIONS, ROLES } from "../core/model.ts";
+import { DescriptionSchema, NameSchema, parseInput, PermissionsSchema, RolesSchema, withPresets } from "../core/input.ts";
+import type { ApiKeyInfo } from "../core/model.ts";
 import type { KeyBackend, KeyStore } from "../store/key-store.ts";
 import { keyState, shortTime, twinMarks } from "./list.ts";
 import { lifecycleValues } from "./flags.ts";
@@ -43,26 +34,6 @@ export interface InteractiveOptions {
 export const NOTHING_SELECTED_MESSAGE = "No API keys selected; nothing was deleted";
 export const DELETE_DECLINED_MESSAGE = "Nothing was deleted";
 
-const TOGGLE = "space to select, enter to confirm";
-
-/** The first problem valibot finds, or the parsed value. */
-function check<const S extends v.GenericSchema>(schema: S, input: unknown): { value: v.InferOutput<S> } | { problem: string } {
-  const result = v.safeParse(schema, input, { abortEarly: true });
-  return result.success ? { value: result.output } : { problem: result.issues[0].message };
-}
-
-/** Puts the problem with the last answer on the line above the question. */
-const withProblem = (question: string, problem?: string) => (problem ? `${problem}\n${question}` : question);
-
-/** Asks until the answer passes the schema, showing the rule the last answer broke. */
-async function askValid<const S extends v.GenericSchema>(ask: Ask, schema: S, question: string, problem?: string) {
-  for (;;) {
-    const checked = check(schema, await ask.text(withProblem(question, problem)));
-    if ("value" in checked) return checked.value as v.InferOutput<S>;
-    problem = checked.problem;
-  }
-}
-
 /** The name, and whether an existing key of that name is to be replaced (asked, unless --overwrite). */
 async function askName(ask: Ask, flags: ApikeyFlags, store: KeyBackend): Promise<{ name: string; replace: boolean; old?: ApiKeyInfo }> {
   let problem: string | undefined;
@@ -82,74 +53,6 @@ async function askName(ask: Ask, flags: ApikeyFlags, store: KeyBackend): Promise
       throw new ServiceError("NAME_TAKEN", `API key with name '${name}' already exists. Use --overwrite to replace it.`);
     }
     problem = `Kept the existing key '${name}'. Choose another name.`;
-  }
-}
-
-async function askRoles(ask: Ask, problem?: string): Promise<Role[]> {
-  const width = Math.max(...ROLES.map((role) => role.length));
-  const choices = ROLES.map((role) => ({ value: role, label: `${role.padEnd(width)}  ${ROLE_DESCRIPTIONS[role]}` }));
-  return ask.multiselect(withProblem(`Roles (${TOGGLE}):`, problem), choices);
-}
-
-/** Resources from a list, then actions for all of them at once or for each one. */
-async function pickPermissions(ask: Ask): Promise<Permission[]> {
-  const resources = await ask.multiselect(
-    `Resources (${TOGGLE}):`,
-    RESOURCES.map((resource) => ({ value: resource, label: resource })),
-  );
-  if (resources.length === 0) return [];
-  const actionChoices = ACTIONS.map((action) => ({ value: action, label: action }));
-  const each = resources.length > 1 &&
-    (await ask.select(`Actions for the ${resources.length} resources:`, [
-      { value: "same", label: `The same actions for all ${resources.length} resources` },
-      { value: "each", label: "Different actions for each resource" },
-    ], "same")) === "each";
-  const pairs: string[] = [];
-  if (each) {
-    for (const resource of resources) {
-      const actions = await ask.multiselect(`Actions on ${resource} (${TOGGLE}):`, actionChoices);
-      pairs.push(...actions.map((action) => `${resource}:${action}`));
-    }
-  } else {
-    const target = resources.length === 1 ? resources[0] : resources.join(", ");
-    const actions = await ask.multiselect(`Actions on ${target} (${TOGGLE}):`, actionChoices);
-    for (const resource of resources) pairs.push(...actions.map((action) => `${resource}:${action}`));
-  }
-  return groupPermissions(pairs);
-}
-
-async function askPermissions(ask: Ask, haveRoles: boolean, problem?: string): Promise<Permission[]> {
-  const how = await ask.select(
-    withProblem(`Permissions (RESOURCE:ACTION pairs)${haveRoles ? " on top of the roles" : ""}:`, problem),
-    [
-      { value: "none", label: haveRoles ? "None, the roles are enough" : "None" },
-      { value: "pick", label: "Choose resources, then actions" },
-      { value: "type", label: "Type them, e.g. DOCKER:READ_ANY,VMS:UPDATE_ANY" },
-    ],
-    haveRoles ? "none" : "pick",
-  );
-  if (how === "pick") return pickPermissions(ask);
-  if (how === "type") {
-    return askValid(ask, PermissionsSchema, "Permissions, comma-separated RESOURCE:ACTION pairs (empty for none):");
-  }
-  return [];
-}
-
-/** Roles and permissions not given by flags, asked again until there is at least one of either. */
-async function askAccess(ask: Ask, flags: ApikeyFlags): Promise<{ roles: Role[]; permissions: Permission[] }> {
-  const givenRoles = flags.roles !== undefined ? parseInput(RolesSchema, flags.roles) : undefined;
-  // A preset gives permissions (with any -p): only roles are asked then.
-  const givenPermissions = flags.preset !== undefined
-    ? parseInput(PermissionsSchema, withPresets({ permissions: flags.permissions }, flags.preset).permissions)
-    : flags.permissions !== undefined ? parseInput(PermissionsSchema, flags.permissions) : undefined;
-  let problem: string | undefined;
-  for (;;) {
-    const roles = givenRoles ?? (await askRoles(ask, problem));
-    const permissions = givenPermissions ??
-      (await askPermissions(ask, roles.length > 0, givenRoles ? problem : undefined));
-    if (roles.length + permissions.length > 0) return { roles, permissions };
-    if (givenRoles && givenPermissions) throw new ServiceError("INVALID_INPUT", NEED_ROLE_OR_PERMISSION);
-    problem = NEED_ROLE_OR_PERMISSION;
   }
 }
 
@@ -187,7 +90,6 @@ export async function interactiveCreate(
   );
   return { ...noteDropped(formatCreated(created, Boolean(flags.json), replace, graceUntil), old, created), created: record };
 }
-
 
 /**
  * One line per key: name, id and creation time in aligned columns, then the description, which the

@@ -4,12 +4,15 @@
  * naming the path and the fix; a file of another user is refused as `_fs-trust.ts` refuses its folders;
  * one of ours that is looser (or tighter, under a umask like 0277) is made 0600 again on its descriptor.
  */
-import type { Stats } from "node:fs";
+import { constants, type Stats } from "node:fs";
 import { ServiceError } from "../../core/errors.ts";
 import { printable } from "../_system-errors.ts";
 import type { FileOps } from "./_fs-ops.ts";
 import { plantedLink } from "./_fs-trust.ts";
 import { isCode } from "../../core/_error-code.ts";
+
+/** Flags that make a new file of the trail (the next log, the reserve): never one that is there, never through a link. */
+export const CREATE_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0);
 
 /** What a path holds, in a message. */
 const kindOf = (stat: Stats) =>
@@ -86,3 +89,6 @@ export function auditFiles(files: FileOps) {
 
   return { close, checkFile, openFile, openChecked };
 }
+
+/** The trail's file checks, as `auditFiles` makes them. */
+export type AuditFiles = ReturnType<typeof auditFiles>;

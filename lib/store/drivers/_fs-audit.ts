@@ -7,24 +7,25 @@
  * - A write cut short (SIGKILL between two pages, a full disk) leaves at most a torn line: the next event
  *   may be glued to it, so the reader splits lines at `{"at":` as well (a JSON string cannot hold that
  *   text unescaped) and skips whatever does not parse as a whole event.
- * - Rotation, lock-free: once the file passes `maxBytes`, the writer that saw it renames it to
- *   `audit-<time>-<random>.log` (a unique name, so concurrent rotations never overwrite each other's) and
- *   removes the oldest such files beyond `keep`. On disk: at most `keep` + 1 files of about `maxBytes`.
- * - A full disk: every change appends its event before it is made, and a delete must work on a full disk.
- *   `audit/reserve` holds `reserveBytes` of zeros, made with the first event; an append refused for lack
- *   of space removes it and tries once more. It is made again by a later append that finds room. The log
- *   itself is made at the first event and again right after each rotation, so an append needs blocks,
- *   never a new inode.
+ * - Rotation, lock-free (`_fs-audit-rotate.ts`): once the file passes `maxBytes`, the writer that saw it
+ *   renames it to `audit-<time>-<random>.log` (a unique name, so concurrent rotations never overwrite each
+ *   other's) and removes the oldest such files beyond `keep`. On disk: at most `keep` + 1 files of about `maxBytes`.
+ * - A full disk (`_fs-audit-reserve.ts`): every change appends its event before it is made, and a delete
+ *   must work on a full disk. `audit/reserve` holds `reserveBytes` of zeros, made with the first event; an
+ *   append refused for lack of space removes it and tries once more. It is made again by a later append
+ *   that finds room. The log itself is made at the first event and again right after each rotation, so an
+ *   append needs blocks, never a new inode.
  * - Reading (`_fs-audit-read.ts`) goes from the end back and stops once the answer is complete, and
  *   every file is checked first (`_fs-audit-files.ts`).
  */
 import { constants, type Stats } from "node:fs";
 import { join } from "node:path";
 import { type AuditLog, auditEventOf } from "../audit.ts";
-import { isCode } from "../../core/_error-code.ts";
-import { auditFiles, notRegular } from "./_fs-audit-files.ts";
-import { readTrail, ROTATED } from "./_fs-audit-read.ts";
-import { type FileOps, syncDir as syncDirectory } from "./_fs-ops.ts";
+import { type AuditFiles, auditFiles } from "./_fs-audit-files.ts";
+import { readTrail } from "./_fs-audit-read.ts";
+import { type AuditReserve, keepReserve, noSpace, reserveHasRoom, useReserve } from "./_fs-audit-reserve.ts";
+import { rotateLog } from "./_fs-audit-rotate.ts";
+import { type FileOps, syncDir } from "./_fs-ops.ts";
 import { READ_FLAGS, type StoreTrust } from "./_fs-trust.ts";
 
 export interface FsAuditOptions {
@@ -45,19 +46,6 @@ const LOG = "audit.log";
 const RESERVE = "reserve";
 /** O_NONBLOCK: a FIFO planted in place of the log fails (ENXIO) instead of blocking the writer. */
 const APPEND_FLAGS = constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0);
-const CREATE_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0);
-const noSpace = (error: unknown) => isCode(error, "ENOSPC", "EDQUOT");
-
-/**
- * `audit-20261122T225943123456Z-1a2b3c4d.log`: names sort in the order the files were rotated. Microseconds
- * (the wall clock through `performance`), since several rotations can fall in one millisecond under a burst
- * of writers, and one writer's events in two such files must still read in its order.
- */
-const rotatedName = () => {
-  const now = performance.timeOrigin + performance.now();
-  const micros = String(Math.floor((now % 1) * 1000)).padStart(3, "0");
-  return `audit-${new Date(Math.floor(now)).toISOString().replace(/[-:.]/g, "").replace("Z", `${micros}Z`)}-${crypto.randomUUID().slice(0, 8)}.log`;
-};
 
 export interface FsAuditContext {
   /** The store's `audit` directory. */
@@ -70,142 +58,88 @@ export interface FsAuditContext {
   debug?: (message: string) => void;
 }
 
+/** What appending a line to the current log needs. */
+interface LogWriter {
+  /** The current log. */
+  path: string;
+  files: FileOps;
+  checks: AuditFiles;
+  durable: boolean;
+}
+
+/** Opens the log for appending: only a regular file of ours, made 0600 (see `checkFile`). */
+async function openLog({ path, files, checks }: LogWriter): Promise<number> {
+  const fd = await checks.openFile(path, APPEND_FLAGS, 0o600);
+  if (fd === undefined) throw Object.assign(new Error(`cannot open ${path}`), { code: "ENOENT", path, syscall: "open" }); // its folder went away
+  try {
+    await checks.checkFile(fd, path, await files.fstat(fd), true);
+  } catch (error) {
+    await checks.close(fd);
+    throw error;
+  }
+  return fd;
+}
+
+/** One write(2) of the whole line; a short one (no room for all of it) counts as no room. */
+async function writeLine(log: LogWriter, line: Buffer): Promise<Stats> {
+  const { path, files, checks, durable } = log;
+  const fd = await openLog(log);
+  try {
+    const written = await files.write(fd, line);
+    if (written < line.length) throw Object.assign(new Error(`short write to ${path}`), { code: "ENOSPC", path, syscall: "write" });
+    if (durable) await files.fsync(fd);
+    return await files.fstat(fd);
+  } catch (error) {
+    if (error instanceof Error && (error as { path?: unknown }).path === undefined) Object.assign(error, { path });
+    throw error;
+  } finally {
+    await checks.close(fd);
+  }
+}
+
+/**
+ * Appends `line` to the log, spending the reserve on a full disk; resolves with the log's state after it.
+ * A retry starts a new line, in case the attempt before left part of its line behind.
+ */
+async function appendLine(log: LogWriter, reserve: AuditReserve, line: Buffer): Promise<Stats> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await writeLine(log, attempt ? Buffer.concat([Buffer.from("\n"), line]) : line);
+    } catch (error) {
+      // A full disk: spend the reserve and try again. Again only if another writer made a new reserve
+      // meanwhile and so took the room back (a few times at most).
+      if (!noSpace(error) || attempt >= 3 || !(await useReserve(reserve))) throw error;
+    }
+  }
+}
+
 /** The audit log of the file store whose `audit` directory is `dir`. */
 export function createFsAuditLog({ dir, trust, files, durable, debug }: FsAuditContext, options: FsAuditOptions = {}): AuditLog {
   const { maxBytes = 4 * 1024 * 1024, keep = 4, reserveBytes = 64 * 1024 } = options;
   const maxReadBytes = options.maxReadBytes ?? Math.max(64 * 1024 * 1024, 2 * maxBytes);
   const path = join(dir, LOG);
-  const reservePath = join(dir, RESERVE);
-
-  const { close, checkFile, openFile, openChecked } = auditFiles(files);
-  const syncDir = () => syncDirectory(files, dir, durable);
-
-  /**
-   * Makes the reserve when it is missing; on a full disk, leaves nothing behind and tries again next time.
-   * One that is there is checked like the log (a loose one made 0600), by a descriptor, only when its mode is off.
-   */
-  const keepReserve = async () => {
-    const stat = await files.lstat(reservePath).catch((error) => {
-      if (!isCode(error, "ENOENT")) throw error;
-      return undefined;
-    });
-    if (stat && !stat.isFile() && !stat.isSymbolicLink()) throw notRegular(reservePath, stat); // a link is replaced below
-    if (stat?.isFile() && ((stat.mode & 0o777) !== 0o600 || stat.uid !== (process.geteuid?.() ?? stat.uid))) {
-      const fd = await openFile(reservePath, READ_FLAGS);
-      if (fd !== undefined) {
-        try {
-          await checkFile(fd, reservePath, await files.fstat(fd), true);
-        } finally {
-          await close(fd);
-        }
-      }
-    }
-    if (stat?.isFile() && stat.size >= reserveBytes) return;
-    const tmp = `${reservePath}.${crypto.randomUUID()}.tmp`;
-    try {
-      const fd = await files.open(tmp, CREATE_FLAGS, 0o600);
-      try {
-        trust.adopt(fd);
-        await files.writeFile(fd, "\0".repeat(reserveBytes), "utf8"); // real blocks: a sparse file would free nothing
-        if (durable) await files.fsync(fd);
-      } finally {
-        await close(fd);
-      }
-      await files.rename(tmp, reservePath);
-    } catch (error) {
-      await files.unlink(tmp).catch(() => {});
-      if (!noSpace(error)) throw error;
-    }
-  };
-
-  /** Frees the reserve's blocks; false when there was none. */
-  const useReserve = async (): Promise<boolean> => {
-    try {
-      await files.unlink(reservePath);
-      return true;
-    } catch (error) {
-      if (isCode(error, "ENOENT")) return false;
-      throw error;
-    }
-  };
-
-  /** Opens the log for appending: only a regular file of ours, made 0600 (see `checkFile`). */
-  const openLog = async (): Promise<number> => {
-    const fd = await openFile(path, APPEND_FLAGS, 0o600);
-    if (fd === undefined) throw Object.assign(new Error(`cannot open ${path}`), { code: "ENOENT", path, syscall: "open" }); // its folder went away
-    try {
-      await checkFile(fd, path, await files.fstat(fd), true);
-    } catch (error) {
-      await close(fd);
-      throw error;
-    }
-    return fd;
-  };
-
-  /** One write(2) of the whole line; a short one (no room for all of it) counts as no room. */
-  const writeLine = async (line: Buffer): Promise<Stats> => {
-    const fd = await openLog();
-    try {
-      const written = await files.write(fd, line);
-      if (written < line.length) throw Object.assign(new Error(`short write to ${path}`), { code: "ENOSPC", path, syscall: "write" });
-      if (durable) await files.fsync(fd);
-      return await files.fstat(fd);
-    } catch (error) {
-      if (error instanceof Error && (error as { path?: unknown }).path === undefined) Object.assign(error, { path });
-      throw error;
-    } finally {
-      await close(fd);
-    }
-  };
-
-  /**
-   * Renames the log the line went into (`appended`) aside, if it is still the current one and past the
-   * size; then makes the next one and removes the oldest rotated files beyond `keep`. Best effort: the
-   * event is already safe, and a later append rotates if this one could not.
-   */
-  const rotate = async (appended: Stats) => {
-    try {
-      const now = await files.lstat(path);
-      if (now.ino !== appended.ino || now.dev !== appended.dev) return; // another writer rotated it already
-      await files.rename(path, join(dir, rotatedName()));
-      await files.open(path, CREATE_FLAGS, 0o600).then(close, (error) => {
-        if (!isCode(error, "EEXIST")) throw error;
-      });
-      await syncDir();
-      const rotated = (await files.readdir(dir, { withFileTypes: true })).map((e) => e.name).filter((n) => ROTATED.test(n)).sort();
-      // Oldest first; a concurrent writer removing the same ones finds them gone.
-      for (const name of rotated.slice(0, Math.max(0, rotated.length - keep))) await files.unlink(join(dir, name)).catch(() => {});
-    } catch {
-      // ENOENT (rotated meanwhile), or no room for the new file: the next append makes it (O_CREAT)
-    }
-  };
+  const checks = auditFiles(files);
+  const log: LogWriter = { path, files, checks, durable };
+  const reserve: AuditReserve = { path: join(dir, RESERVE), bytes: reserveBytes, files, checks, trust, durable };
+  const rotation = { dir, path, keep, files, close: checks.close, syncDir: () => syncDir(files, dir, durable) };
 
   return {
-    hasRoom: async () => ((await files.lstat(reservePath).catch(() => undefined))?.size ?? 0) >= reserveBytes,
+    hasRoom: () => reserveHasRoom(reserve),
 
     async append(event) {
       const checked = auditEventOf(event);
       if (!checked) throw new TypeError("Not an audit event");
       const line = Buffer.from(`${JSON.stringify(checked)}\n`, "utf8");
       trust.directory(dir, true);
-      await keepReserve(); // one lstat while it is there
-      let appended: Stats | undefined;
-      for (let attempt = 0; !appended; attempt++) {
-        try {
-          // A retry starts a new line, in case the attempt before left part of its line behind.
-          appended = await writeLine(attempt ? Buffer.concat([Buffer.from("\n"), line]) : line);
-        } catch (error) {
-          // A full disk: spend the reserve and try again. Again only if another writer made a new reserve
-          // meanwhile and so took the room back (a few times at most).
-          if (!noSpace(error) || attempt >= 3 || !(await useReserve())) throw error;
-        }
-      }
-      if (appended.size > maxBytes) await rotate(appended);
+      await keepReserve(reserve); // one lstat while it is there
+      const appended = await appendLine(log, reserve, line);
+      if (appended.size > maxBytes) await rotateLog(rotation, appended);
     },
 
     async read(query = {}) {
       if (!trust.directory(dir, false)) return [];
-      return readTrail({ dir, path, files, maxReadBytes, debug, close, open: (file) => openChecked(file, READ_FLAGS, false) }, query);
+      const open = (file: string) => checks.openChecked(file, READ_FLAGS, false);
+      return readTrail({ dir, path, files, maxReadBytes, debug, close: checks.close, open }, query);
     },
   };
 }
