@@ -3,7 +3,7 @@
 // stays free of the service and the client, and small: at most ROOT_LIMIT names, types included (what an
 // editor offers after `from "service-api-keys"`). A name that does not fit belongs in a subpath.
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, symlinkSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { ROOT, tempDir } from "./helpers/cli.ts";
@@ -16,13 +16,15 @@ symlinkSync(ROOT, join(tmp.dir, "node_modules", "service-api-keys"));
 const ROOT_LIMIT = 45;
 const INSTALLED = join(tmp.dir, "node_modules", "service-api-keys");
 
+const withoutComments = (code: string) => code.replace(/\/\*[\s\S]*?\*\//g, "").replace(/^\s*\/\/.*$/gm, "");
+
 /**
  * The names a declaration file exports, values and types alike. The root entry is re-exports only
  * (`export { a, type B } from "..."`, `export type { C } from "..."`); any other export statement
  * (`export *`, `export const`) is refused here, so that nothing escapes the count.
  */
 export function declaredNames(dts: string): string[] {
-  const code = dts.replace(/\/\*[\s\S]*?\*\//g, "").replace(/^\s*\/\/.*$/gm, "");
+  const code = withoutComments(dts);
   const names: string[] = [];
   for (const statement of code.split(";").map((s) => s.trim()).filter(Boolean)) {
     const m = /^export\s+(?:type\s+)?\{([^}]*)\}\s+from\s+["'][^"']+["']$/.exec(statement);
@@ -34,13 +36,17 @@ export function declaredNames(dts: string): string[] {
   return names.sort();
 }
 
-/** Imports `specifier` in a fresh Node process from a directory that has the package installed. */
+const exported = new Map<string, { names: string[] }>();
+/** Imports `specifier` in a fresh Node process from a directory that has the package installed (once per specifier). */
 function exportsOf(specifier: string): { names: string[] } {
+  const known = exported.get(specifier);
+  if (known) return known;
   const script = `
     const m = await import(${JSON.stringify(specifier)});
     process.stdout.write(JSON.stringify({ names: Object.keys(m).sort() }));`;
   const out = execFileSync(process.execPath, ["--input-type=module", "-e", script], { cwd: tmp.dir, encoding: "utf8" });
-  return JSON.parse(out);
+  exported.set(specifier, JSON.parse(out));
+  return exported.get(specifier)!;
 }
 
 describe("package exports", () => {
@@ -93,6 +99,36 @@ describe("package exports", () => {
       .flatMap(([key, target]) => Object.values(target as Record<string, string>).map((file) => [key, file]))
       .filter(([, file]) => !existsSync(join(INSTALLED, file)));
     expect(missing).toEqual([]);
+  });
+
+  it("every import from the package in the docs and the entry points' examples names what it imports from", () => {
+    const entries = Object.values(JSON.parse(readFileSync(join(ROOT, "deno.json"), "utf8")).exports as Record<string, string>);
+    const docs = readdirSync(join(ROOT, "docs")).filter((f) => f.endsWith(".md")).map((f) => `docs/${f}`);
+    const files = ["README.md", ...docs, ...entries];
+    const exportsMap = JSON.parse(readFileSync(join(INSTALLED, "package.json"), "utf8")).exports;
+    const wrong: string[] = [];
+    let seen = 0;
+    for (const file of files) {
+      const text = readFileSync(join(ROOT, file), "utf8");
+      const pattern = /import\s+(?:type\s+)?\{([^}]*)\}\s+from\s+"(?:jsr:@service-api-keys\/)?service-api-keys(\/[^"]*)?"/g;
+      for (const [, list, subpath = ""] of text.matchAll(pattern)) {
+        seen++;
+        const entry = exportsMap[`.${subpath}`];
+        if (!entry) {
+          wrong.push(`${file}: service-api-keys${subpath} is no entry point`);
+          continue;
+        }
+        const values = exportsOf(`service-api-keys${subpath}`).names;
+        const declarations = withoutComments(readFileSync(join(INSTALLED, entry.types), "utf8"));
+        for (const item of list.split(",").map((name) => name.trim()).filter(Boolean)) {
+          const name = item.replace(/^type\s+/, "").split(/\s+as\s+/)[0];
+          const found = values.includes(name) || new RegExp(`\\b${name}\\b`).test(declarations);
+          if (!found) wrong.push(`${file}: ${name} is not exported by service-api-keys${subpath}`);
+        }
+      }
+    }
+    expect(seen).toBeGreaterThan(3);
+    expect(wrong).toEqual([]);
   });
 
   it("deno.json exports the same subpaths as package.json", () => {
