@@ -131,6 +131,13 @@ describe("package exports", () => {
     expect(wrong).toEqual([]);
   });
 
+  it("docs/library.md's table of entry points names each subpath with its source file", () => {
+    const table = readFileSync(join(ROOT, "docs/library.md"), "utf8").split("\n").filter((line) => line.startsWith("| `service-api-keys"));
+    const entries = Object.entries(JSON.parse(readFileSync(join(ROOT, "deno.json"), "utf8")).exports as Record<string, string>);
+    const rows = entries.filter(([key]) => key !== "./cli").map(([key, file]) => [`service-api-keys${key.slice(1)}`, file.replace(/^\.\//, "")]);
+    expect(table.map((line) => /^\| `([^`]+)` \|.*\| `([^`]+)` \|$/.exec(line)?.slice(1, 3)).sort()).toEqual(rows.sort());
+  });
+
   it("deno.json exports the same subpaths as package.json", () => {
     const npm = Object.keys(JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")).exports).filter((k) => k !== "./package.json");
     const deno = Object.keys(JSON.parse(readFileSync(join(ROOT, "deno.json"), "utf8")).exports).filter((k) => k !== "./cli");
