@@ -7,6 +7,12 @@
  *   service-api-keys/client          createClient, and a key backend over a running service
  *   service-api-keys/drivers/fs      the crash-safe file-system driver (unstorage)
  *   service-api-keys/drivers/redis   the Redis backend
+ *   service-api-keys/schemas         the valibot schemas behind parseCreateInput, and parseInput
+ *   service-api-keys/lifecycle       durations, expiry and grace; the last-use recorder
+ *   service-api-keys/audit           the audit trail: AuditLog, its events, createMemoryAuditLog, actors
+ *   service-api-keys/backend         what a store is built on: KeyBackend, AtomicIndex, store locations
+ *
+ * This module stays small (tests/package-exports.test.ts holds it to 45 names): what most scripts need.
  *
  * @example
  * import { createKeyStore, parseCreateInput } from "service-api-keys";
@@ -14,13 +20,10 @@
  * const { key } = await store.create(parseCreateInput({ name: "ci", roles: "ADMIN" }));
  * (await store.verify(key))?.name; // "ci"
  */
-export { ACTIONS, RESOURCES, ROLE_DESCRIPTIONS, ROLES } from "./lib/core/model.ts";
-export { AUDIT_ACTIONS, VERIFICATION_CODES } from "./lib/core/model.ts";
+export { ACTIONS, RESOURCES, ROLE_DESCRIPTIONS, ROLES, VERIFICATION_CODES } from "./lib/core/model.ts";
 export type {
   Actor,
   ApiKeyInfo,
-  AuditAction,
-  AuditEvent,
   AuthAction,
   CreatedKey,
   CreateKeyInput,
@@ -32,35 +35,20 @@ export type {
   Role,
   VerificationCode,
 } from "./lib/core/model.ts";
-export { checkExpiresAt, expiryFrom, parseDuration, parseGrace, parseSince } from "./lib/core/lifecycle.ts";
 export { ERROR_CODES, type ErrorCode, isServiceError, ServiceError } from "./lib/core/errors.ts";
-export {
-  CreateKeySchema,
-  DescriptionSchema,
-  NameSchema,
-  parseCreateInput,
-  parseInput,
-  PermissionsSchema,
-  RolesSchema,
-} from "./lib/core/input.ts";
+export { parseCreateInput } from "./lib/core/input.ts";
 export { generateSecret, isWellFormedSecret, redactSecrets, SECRET_PREFIX } from "./lib/core/secret.ts";
 export { can, effectivePermissions, type Grants, ROLE_PERMISSIONS } from "./lib/core/policy.ts";
 export {
-  type AtomicIndex,
   type ChangeOptions,
   createKeyStore,
-  createLocalAtomicIndex,
   type CreateOptions,
-  type KeyBackend,
   type KeyStore,
   type KeyStoreOptions,
-  type KeyUse,
   type Refusal,
   type RotateOptions,
   type VerifiedKey,
   type VerifyOptions,
 } from "./lib/store/key-store.ts";
-export { type AuditLog, type AuditQuery, createMemoryAuditLog, describeActor, localActor } from "./lib/store/audit.ts";
-export { createUseRecorder, type UseRecorder, type UseRecorderOptions } from "./lib/store/last-use.ts";
-export { defaultStoreDir, describeStore, openKeyStore, parseStoreSpec, type StoreSpec } from "./lib/store/config.ts";
+export { openKeyStore, parseStoreSpec, type StoreSpec } from "./lib/store/config.ts";
 export { VERSION } from "./lib/core/version.ts";
