@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openKeyStore, parseStoreSpec } from "../lib/store/config.ts";
 import type { KeyStore } from "../lib/store/key-store.ts";
+import { isOrderName, orderName } from "../lib/store/_key-order.ts";
 import { CLI, runCli, tempDir } from "./helpers/cli.ts";
 
 const BUDGET_MS = 15_000;
@@ -167,13 +168,16 @@ describe("CLI processes killed with SIGKILL at random moments", () => {
         if (known.secret) expect((await store.verify(known.secret))?.id).toBe(known.id);
       }
       for (const secret of revoked) expect(await store.verify(secret)).toBeNull();
+      // Every key has its entry in the index pages read (written before the record), whatever the kill left.
+      const indexed = readdirSync(join(dir, "order"));
+      for (const key of listed) expect(indexed).toContain(orderName(Date.parse(key.createdAt), key.id));
     }
 
     // Every file that is not a temporary file is whole: records parse, index entries and the revision are whole ids.
     let temporary = 0;
     for (const sub of readdirSync(dir)) {
-      // meta: the revision token; retired: the hashes of secrets that work no more
-      expect(["keys", "names", "secrets", "meta", "audit", "retired"]).toContain(sub);
+      // meta: the revision token; retired: the hashes of secrets that work no more; order: the index of pages
+      expect(["keys", "names", "secrets", "meta", "audit", "retired", "order"]).toContain(sub);
       if (sub === "audit") continue; // appended to, not rewritten: tests/audit-crash.test.ts
       for (const file of readdirSync(join(dir, sub))) {
         if (file.endsWith(".tmp")) {
@@ -183,6 +187,8 @@ describe("CLI processes killed with SIGKILL at random moments", () => {
         const text = readFileSync(join(dir, sub, file), "utf8");
         if (sub === "keys") {
           expect(JSON.parse(text)).toMatchObject({ id: file, name: expect.any(String), hash: expect.any(String) });
+        } else if (sub === "order") {
+          expect([isOrderName(file), text]).toEqual([true, ""]);
         } else if (sub === "retired") {
           expect(JSON.parse(text)).toMatchObject({ id: expect.any(String), name: expect.any(String), retiredAt: expect.any(String) });
         } else {

@@ -18,6 +18,8 @@ import type { KeyFilter } from "../core/filter.ts";
 import { KeyIndex } from "../core/_key-index.ts";
 import type { KeyStore } from "./types.ts";
 import { idOfOrder, orderName } from "./_key-order.ts";
+import { isServiceError, ServiceError } from "../core/errors.ts";
+import { describeSystemError } from "./_system-errors.ts";
 
 type Paged = Pick<KeyStore, "listPages" | "get" | "ordered">;
 type Query = { first: number; after?: { createdAt: string; id: string }; matches?: KeyFilter };
@@ -36,7 +38,13 @@ async function buildIndex(store: Paged): Promise<KeyIndex> {
  * @example await pageKeys(store, { first: 100 }, Date.now()) // the 100 oldest keys
  */
 export async function pageKeys(store: Paged, query: Query, now: number): Promise<ApiKeyInfo[]> {
-  if (store.ordered) return await pageOrdered(store, store.ordered, query, now);
+  if (store.ordered) {
+    return await pageOrdered(store, store.ordered, query, now).catch((error) => {
+      if (isServiceError(error)) throw error;
+      const reason = describeSystemError(error) ?? (error instanceof Error ? error.message : String(error));
+      throw new ServiceError("STORE_UNAVAILABLE", `Key store unavailable while trying to list keys: ${reason}`, { cause: error });
+    });
+  }
   const { first, after, matches } = query;
   const index = (after && indexes.get(store)) || (await buildIndex(store));
   const found: ApiKeyInfo[] = [];

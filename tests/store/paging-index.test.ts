@@ -13,7 +13,7 @@ import { fsDriver } from "../../lib/store/drivers/fs.ts";
 import { openRedisBackend } from "../../lib/store/drivers/redis.ts";
 import { pageKeys } from "../../lib/store/paging.ts";
 import { orderName } from "../../lib/store/_key-order.ts";
-import { tempDir } from "../helpers/cli.ts";
+import { runCli, tempDir } from "../helpers/cli.ts";
 import { redisCommand, type RedisServer, startRedis } from "../helpers/redis.ts";
 
 let tmp: ReturnType<typeof tempDir>;
@@ -102,6 +102,43 @@ describe.each([
       if (two !== one) await two.close();
     }
   }, 60_000);
+});
+
+describe("the listing files keep between pages", () => {
+  it("files: a key created or deleted after a page, however long after, is seen by the next page", async () => {
+    const base = join(tmp.dir, "listing");
+    const store = fsStore(base);
+    const other = fsStore(base); // another process's driver
+    await make(store, range("listed", 5));
+    for (let round = 0; round < 3; round++) {
+      await new Promise((done) => setTimeout(done, 1_100)); // the listing is trusted once a second older than the change
+      expect((await paged(store, 50)).ids).toEqual(await fullScan(store));
+      const [made] = await make(other, [`late ${round}`]);
+      expect((await paged(store, 50)).ids).toContain(made.id);
+      await other.deleteById(made.id);
+      expect((await paged(store, 50)).ids).not.toContain(made.id);
+    }
+    await Promise.all([store.close(), other.close()]);
+  }, 30_000);
+});
+
+describe("two processes creating keys at once", () => {
+  it("files: every key the CLI processes created is paged once, in order", async () => {
+    const base = join(tmp.dir, "processes");
+    const writer = (who: string) => (async () => {
+      for (let i = 0; i < 8; i++) {
+        const made = await runCli(["apikey", "--create", "--name", `${who} ${i}`, "--roles", "GUEST", "--store", base]);
+        expect(made.code, made.stderr).toBe(0);
+      }
+    })();
+    await Promise.all([writer("left"), writer("right")]);
+    const store = fsStore(base);
+    const expected = await fullScan(store);
+    expect(expected).toHaveLength(16);
+    expect(readdirSync(join(base, "order"))).toHaveLength(16); // made by the processes, not by a repair
+    expect((await paged(store, 5)).ids).toEqual(expected);
+    await store.close();
+  }, 120_000);
 });
 
 describe("a crash between a record and its entry", () => {

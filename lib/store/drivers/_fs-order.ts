@@ -1,7 +1,8 @@
 /**
  * The creation-ordered index on files (see lib/store/_key-order.ts): `order/`, one empty file per key,
  * named `<creation ms + 10^14>-<id>`, so that the directory's names, sorted, are the listing order. A
- * page lists the directory (names only, about 40 ms at 100,000 keys) and reads only its own records.
+ * page reads only its own records, from the directory's names, sorted; those are kept while the
+ * directory's mtime stays the same, so they are listed again only after a change.
  *
  * The entry is created (O_EXCL, then the directory fsynced) before the record is renamed into place and
  * unlinked after the record is, so a crash leaves at most an extra entry, which readers skip. Creation is
@@ -71,6 +72,22 @@ export function createFsOrder({ base, trust, files, read, syncDir }: FsOrderOpti
   };
   let healed: Promise<void> | undefined;
 
+  // The sorted names, listed again only when the directory has changed since (its mtime). A change within
+  // the file system's timestamp granularity of a listing would leave mtime as it was: a listing made less
+  // than a second after the last change is used once and not trusted again.
+  let cache: { names: string[]; mtimeMs: number; trusted: boolean } | undefined;
+  const listing = async (): Promise<string[]> => {
+    const mtimeMs = await files.lstat(dir).then((stat) => stat.mtimeMs, (error) => {
+      if (isCode(error, "ENOENT", "ENOTDIR")) return -1;
+      throw error;
+    });
+    if (cache?.trusted && cache.mtimeMs === mtimeMs) return cache.names;
+    const started = Date.now();
+    const sorted = (await names(dir)).filter(isOrderName).sort();
+    cache = { names: sorted, mtimeMs, trusted: mtimeMs >= 0 && started - mtimeMs > 1_000 };
+    return sorted;
+  };
+
   return {
     add,
     // Not fsynced: an entry that comes back after a crash only names a key that is gone, which readers skip.
@@ -83,7 +100,7 @@ export function createFsOrder({ base, trust, files, read, syncDir }: FsOrderOpti
         healed = undefined; // tried again by the next page
         throw error;
       }));
-      const sorted = (await names(dir)).filter(isOrderName).sort();
+      const sorted = await listing();
       for (let at = firstAfter(sorted, after); at < sorted.length; at += size) yield sorted.slice(at, at + size);
     },
   };
