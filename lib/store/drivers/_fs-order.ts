@@ -42,7 +42,7 @@ export function createFsOrder({ base, trust, files, read, syncDir }: FsOrderOpti
     }
   };
 
-  const add = async (name: string) => {
+  const add = async (name: string, sync = true) => {
     trust.directory(dir, true);
     let fd: number;
     try {
@@ -56,25 +56,14 @@ export function createFsOrder({ base, trust, files, read, syncDir }: FsOrderOpti
     } finally {
       await files.close(fd);
     }
-    await syncDir(dir);
+    if (sync) await syncDir(dir);
   };
 
-  /** Adds the entries of records that have none (a store from before the index, or entries removed by hand). */
-  const heal = async () => {
-    const indexed = new Set((await names(dir)).filter(isOrderName).map(idOfOrder));
-    const missing = (await names(join(base, "keys"))).filter((id) => isKeyId(id) && !indexed.has(id));
-    for (let at = 0; at < missing.length; at += 64) {
-      await Promise.all(missing.slice(at, at + 64).map(async (id) => {
-        const name = orderOfRecord(id, await read(join(base, "keys", id)));
-        if (name) await add(name);
-      }));
-    }
-  };
   let healed: Promise<void> | undefined;
 
   // The sorted names, listed again only when the directory has changed since (its mtime). A change within
   // the file system's timestamp granularity of a listing would leave mtime as it was: a listing made less
-  // than a second after the last change is used once and not trusted again.
+  // than a second after the last change is not reused.
   let cache: { names: string[]; mtimeMs: number; trusted: boolean } | undefined;
   const listing = async (): Promise<string[]> => {
     const mtimeMs = await files.lstat(dir).then((stat) => stat.mtimeMs, (error) => {
@@ -88,8 +77,21 @@ export function createFsOrder({ base, trust, files, read, syncDir }: FsOrderOpti
     return sorted;
   };
 
+  /** Adds the entries of records that have none (a store from before the index, or entries removed by hand). */
+  const heal = async () => {
+    const indexed = new Set((await listing()).map(idOfOrder)); // kept for the page after it when nothing is missing
+    const missing = (await names(join(base, "keys"))).filter((id) => isKeyId(id) && !indexed.has(id));
+    for (let at = 0; at < missing.length; at += 64) {
+      await Promise.all(missing.slice(at, at + 64).map(async (id) => {
+        const name = orderOfRecord(id, await read(join(base, "keys", id)));
+        if (name) await add(name, false);
+      }));
+    }
+    if (missing.length) await syncDir(dir); // once for them all: 100,000 fsyncs would take minutes
+  };
+
   return {
-    add,
+    add: (name) => add(name),
     // Not fsynced: an entry that comes back after a crash only names a key that is gone, which readers skip.
     remove: (name) =>
       files.unlink(join(dir, name)).catch((error) => {
