@@ -4,7 +4,7 @@
 // have happened entirely or not at all, no stored file may be half-written, temporary files must never
 // be taken for keys, and new creates must succeed.
 import { spawn } from "node:child_process";
-import { readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openKeyStore, parseStoreSpec } from "../lib/store/config.ts";
@@ -169,7 +169,7 @@ describe("CLI processes killed with SIGKILL at random moments", () => {
       }
       for (const secret of revoked) expect(await store.verify(secret)).toBeNull();
       // Every key has its entry in the index pages read (written before the record), whatever the kill left.
-      const indexed = readdirSync(join(dir, "order"));
+      const indexed = existsSync(join(dir, "order")) ? readdirSync(join(dir, "order")) : []; // none before the first create
       for (const key of listed) expect(indexed).toContain(orderName(Date.parse(key.createdAt), key.id));
     }
 

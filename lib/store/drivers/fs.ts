@@ -6,7 +6,7 @@
  * between processes, and a per-entry lock file for the read-then-change ones (swap, take, takeIf).
  * The exceptions to write-and-rename are the revision token (`bump`), rewritten in place so that a
  * revocation needs no free space, and the audit log (`_fs-audit.ts`), appended to. unstorage's own fs drivers write in place, which is why this one exists.
- * Which directories it trusts, and whose they are, is decided in `_fs-trust.ts`.
+ * Which directories it trusts, and whose they are, is decided in `_fs-trust.ts`; the index pages read, `order/`, is `_fs-order.ts`.
  */
 import * as fs from "node:fs";
 import { dirname, join, resolve } from "node:path";

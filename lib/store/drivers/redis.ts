@@ -12,6 +12,7 @@
  *   takeIf a Lua script: GET, compare, DEL (compare and delete of a name entry)
  *   exclusive  a lease: SET locks:<key> token NX PX, released by a Lua compare-and-delete
  *   hasAny SCARD of a member set kept beside the entries, so "is the store empty" costs O(1)
+ *   order  a sorted set of the keys by creation time, written with each record (`_redis-order.ts`)
  *
  * Each of claim/swap/take updates its entry and that member set in one MULTI transaction.
  *
