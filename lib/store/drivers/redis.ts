@@ -274,7 +274,13 @@ export async function openRedisBackend(url: string, options: RedisBackendOptions
   const { setItem, removeItem } = guarded as Required<Pick<Driver, "setItem" | "removeItem">>;
   guarded.setItem = (key: string, value: string, opts: object) => order.setItem(key, value)?.catch(failure) ?? setItem(key, value, opts);
   guarded.removeItem = (key: string, opts: object) => order.removeItem(key)?.catch(failure) ?? removeItem(key, opts);
-  atomic.order = order.order;
+  atomic.order = async function* (after, size) {
+    try {
+      yield* order.order(after, size);
+    } catch (error) {
+      failure(error); // as every other command: STORE_UNAVAILABLE, with the URL's credentials scrubbed
+    }
+  };
   const storage = createStorage({ driver: guarded as unknown as Driver });
 
   const stream = redisKey("audit");
