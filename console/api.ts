@@ -83,6 +83,8 @@ export interface ApiKey {
   /** Absent on a service without disable (the console then never shows the state). */
   disabled?: boolean;
   key?: string | null;
+  /** Where the next page starts (asked for by the keys table only). */
+  cursor?: string;
 }
 export const KEY_FIELDS = "id name description roles permissions { resource actions } createdAt expiresAt lastUsedAt graceUntil disabled";
 

@@ -3,7 +3,7 @@
 // Everything goes through POST /graphql with the signed-in key; text from the service is only ever text.
 import { type ApiKey, ApiError, type Capabilities, capabilities, gql, KEY_FIELDS, session } from "./api.ts";
 import { h, message, replace } from "./dom.ts";
-import { keysTable } from "./keys.ts";
+import { keysTable, PAGE } from "./keys.ts";
 import { keyForm, type Preset } from "./key-form.ts";
 import { confirmDelete, confirmRotate } from "./actions.ts";
 import { auditScreen } from "./audit.ts";
@@ -19,7 +19,7 @@ const root = document.getElementById("root")!;
 async function checkConsoleKey(key: string): Promise<string | null> {
   const me = await whoAmI(key);
   try {
-    await gql(`{ apiKeys { id } }`, {}, key);
+    await gql(`{ apiKeys(first: 1) { id } }`, {}, key);
     return null;
   } catch (error) {
     if ((error as ApiError).code !== "FORBIDDEN") throw error;
@@ -53,6 +53,10 @@ async function loadPresets(caps: Capabilities): Promise<Preset[] | null> {
   return (await gql<{ apiKeyPresets: Preset[] }>(`{ apiKeyPresets { ${fields} } }`).catch(() => null))?.apiKeyPresets ?? null;
 }
 
+const PAGE_QUERY = `query($first: Int, $after: String, $filter: String) {
+  apiKeys(first: $first, after: $after, filter: $filter) { ${KEY_FIELDS} cursor }
+}`;
+
 type Screen = "keys" | "create" | "audit";
 
 function shell(name: string, caps: Capabilities, presets: Preset[] | null): void {
@@ -73,24 +77,17 @@ function shell(name: string, caps: Capabilities, presets: Preset[] | null): void
       replace(notice, h("p", { class: "msg status", role: "status" }, `Template link for ${key.name} (its grants, no secret): `, h("a", { href, class: "template-link" }, href)));
       navigator.clipboard?.writeText(href).then(() => notice.append(h("p", { class: "msg status" }, "Copied to the clipboard.")), () => {});
     },
-  });
+  }, async (filter, after) => (await gql<{ apiKeys: ApiKey[] }>(PAGE_QUERY, { first: PAGE, after, filter: filter || undefined })).apiKeys);
   const audit = auditScreen();
   const say = (text: string) => replace(notice, message("status", text));
   const reveal = (key: ApiKey) => {
     replace(notice, secretPanel(key.name, key.key ?? "", () => replace(notice)));
     go("keys", false);
   };
-  const refresh = async () => {
-    try {
-      table.show((await gql<{ apiKeys: ApiKey[] }>(`{ apiKeys { ${KEY_FIELDS} } }`)).apiKeys);
-    } catch (error) {
-      say((error as ApiError).message);
-    }
-  };
   const go = (screen: Screen, clear = true) => {
     for (const [id, tab] of Object.entries(tabs)) tab.setAttribute("aria-current", String(id === screen));
     if (clear && notice.querySelector(".secret-panel") === null) replace(notice);
-    if (screen === "keys") replace(area, table.element), refresh();
+    if (screen === "keys") replace(area, table.element), table.reload();
     if (screen === "create") replace(area, keyForm({ presets, onSaved: reveal, onCancel: () => go("keys") }));
     if (screen === "audit") replace(area, audit.element), audit.load();
   };

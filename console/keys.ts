@@ -1,6 +1,7 @@
-// The keys table: name, grants, expiry, last use, state; sortable by each column, filtered by a text box.
+// The keys table: name, grants, expiry, last use, state; a page at a time from the service, filtered by the
+// service (`apiKeys(filter:)`), the rows loaded sortable by each column.
 import type { ApiKey } from "./api.ts";
-import { field, h, replace, when } from "./dom.ts";
+import { field, h, message, replace, when } from "./dom.ts";
 import { grantsText } from "./pickers.ts";
 
 export type KeyState = "active" | "grace" | "expired" | "disabled";
@@ -32,13 +33,29 @@ export interface RowActions {
   template(key: ApiKey): void;
 }
 
-/** The table and its filter box; call `show(keys)` with each fresh list. */
-export function keysTable(actions: RowActions): { element: HTMLElement; show(keys: ApiKey[]): void } {
+/** Keys a page: the table asks the service for this many at a time (`apiKeys(first:, after:)`). */
+export const PAGE = 50;
+
+/** One page of keys, each with its `cursor`: those matching `filter` (the service's syntax), after `after`. */
+export type PageLoader = (filter: string, after: string | undefined) => Promise<ApiKey[]>;
+
+/**
+ * The table, its filter box and its **Load more keys** button; `reload()` asks for the first page again.
+ * Rows come in the service's order (oldest first), a page at a time; the filter is the service's
+ * `apiKeys(filter:)`, so it finds keys not loaded yet. A column's sort orders the rows loaded so far.
+ */
+export function keysTable(actions: RowActions, load: PageLoader): { element: HTMLElement; reload(): Promise<void> } {
   let keys: ApiKey[] = [];
-  let sortBy = 0;
+  let more = false;
+  let sortBy = -1; // -1: as the service lists them
   let ascending = true;
-  const filter = h("input", { type: "search", autocomplete: "off", placeholder: "name, role, resource, state…" });
+  let asked = 0; // the latest request: an answer to an older one (the filter typed on) is dropped
+  let typing: ReturnType<typeof setTimeout> | undefined;
+  const filter = h("input", { type: "search", autocomplete: "off", placeholder: "name, role:ADMIN, state:expired, label:env=prod" });
   const count = h("p", { class: "hint", role: "status" });
+  const problem = h("div");
+  const next = h("button", { type: "button", class: "secondary", hidden: true, onclick: () => void fetch(true) },
+    "Load more", h("span", { class: "visually-hidden" }, " keys"));
   const head = h("tr");
   const body = h("tbody");
   const table = h("table", { class: "keys" }, h("caption", { class: "visually-hidden" }, "API keys"), h("thead", {}, head), body);
@@ -52,26 +69,49 @@ export function keysTable(actions: RowActions): { element: HTMLElement; show(key
           render();
         } }, column.label, h("span", { "aria-hidden": "true" }, i === sortBy ? (ascending ? " ▲" : " ▼") : "")))
     ), h("th", { scope: "col" }, "Actions"));
-    const words = filter.value.toLowerCase().split(/\s+/).filter(Boolean);
-    const shown = keys.filter((key) => {
-      const text = [key.name, key.description ?? "", grantsText(key.roles, key.permissions), stateOf(key)].join(" ").toLowerCase();
-      return words.every((word) => text.includes(word));
-    });
-    const sort = COLUMNS[sortBy].sort;
-    shown.sort((a, b) => {
-      const x = sort(a), y = sort(b);
-      return (x < y ? -1 : x > y ? 1 : 0) * (ascending ? 1 : -1);
-    });
+    const shown = [...keys];
+    const sort = COLUMNS[sortBy]?.sort;
+    if (sort) {
+      shown.sort((a, b) => {
+        const x = sort(a), y = sort(b);
+        return (x < y ? -1 : x > y ? 1 : 0) * (ascending ? 1 : -1);
+      });
+    }
     replace(body, ...shown.map((key) => row(key, actions)));
-    count.textContent = `${shown.length} of ${keys.length} keys shown`;
+    count.textContent = `${keys.length} ${filter.value.trim() ? "matching " : ""}key${keys.length === 1 ? "" : "s"} shown${more ? ", more to load" : ""}`;
+    next.hidden = !more;
   };
-  filter.addEventListener("input", render);
+
+  const fetch = async (append: boolean) => {
+    const mine = append ? asked : ++asked;
+    next.disabled = true;
+    try {
+      const page = await load(filter.value.trim(), append ? keys.at(-1)?.cursor : undefined);
+      if (mine !== asked) return;
+      keys = append ? [...keys, ...page] : page;
+      more = page.length === PAGE;
+      replace(problem);
+    } catch (error) {
+      if (mine !== asked) return;
+      if (!append) keys = [], more = false;
+      replace(problem, message("error", (error as Error).message)); // a mistyped filter says how to fix it
+    } finally {
+      next.disabled = false;
+    }
+    render();
+  };
+  filter.addEventListener("input", () => {
+    clearTimeout(typing);
+    typing = setTimeout(() => void fetch(false), 250);
+  });
   const element = h("section", { class: "keys-screen", "aria-label": "Keys" },
     h("h2", {}, "Keys"),
-    field("Filter keys", filter),
+    field("Filter keys", filter, "Words: a part of the name, role:ADMIN, state:expired, label:env=prod"),
+    problem,
     count,
-    h("div", { class: "table-wrap" }, table));
-  return { element, show: (list) => ((keys = list), render()) };
+    h("div", { class: "table-wrap" }, table),
+    next);
+  return { element, reload: () => fetch(false) };
 }
 
 function row(key: ApiKey, actions: RowActions): HTMLTableRowElement {

@@ -4,6 +4,7 @@
  * The store's invariants, and why these operations suffice, are written at the top of store.ts.
  */
 import type { Storage } from "unstorage";
+import type { KeyOrder } from "./_key-order.ts";
 
 /**
  * The few operations unstorage has no atomic form of. Each backend provides them with its own
@@ -47,6 +48,8 @@ export interface AtomicIndex {
    * fs driver answers from one stat). Without it the store reads the entry itself.
    */
   version?(key: string): string | Promise<string>;
+  /** Optional: the creation-ordered index of keys (`_key-order.ts`) that pages read. Without it a first page reads every key. */
+  order?: KeyOrder;
 }
 
 /** Atomic operations for a store used by one process only (memory, tests): a promise-chain mutex. */

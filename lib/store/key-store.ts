@@ -68,7 +68,7 @@
  * concurrent deletes still remove each key exactly once (an unlink that finds nothing loses), but a
  * create or overwrite that finds room at that very moment is not serialized against them.
  */
-import { createStorage } from "unstorage";
+import { createOrderedMemory } from "./_key-order.ts";
 import { redactSecrets } from "../core/secret.ts";
 import type { ApiKeyInfo, StoredKey } from "../core/model.ts";
 import { isServiceError, ServiceError } from "../core/errors.ts";
@@ -118,7 +118,8 @@ const UPDATABLE = ["name", "description", "roles", "permissions", "expiresAt", "
  * (await store.verify(key))?.id === id; // true
  */
 export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
-  const storage = options.storage ?? createStorage();
+  const memory = options.storage ? undefined : createOrderedMemory(); // in memory: with the index pages read
+  const storage = options.storage ?? memory!.storage;
   const atomic = options.atomic ?? createLocalAtomicIndex(storage);
   const debug = options.debug ?? (() => {});
   const auditLog = options.audit ?? createMemoryAuditLog();
@@ -280,6 +281,8 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
         throw storeError("list keys", error);
       }
     },
+
+    ordered: options.atomic ? options.atomic.order : memory?.order,
 
     isEmpty: () => guard("read the store", async () => !(await atomic.hasAny("names"))),
 

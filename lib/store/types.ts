@@ -7,6 +7,7 @@ import type { Storage } from "unstorage";
 import type { Actor, ApiKeyInfo, AuditEvent, CreatedKey, CreateKeyInput, KeyPatch, KeyUsage, KeyVerification, Permission, StoredKey } from "../core/model.ts";
 import type { ExportedKey } from "./transfer.ts";
 import type { AtomicIndex } from "./atomic.ts";
+import type { KeyOrder } from "./_key-order.ts";
 import type { AuditLog, AuditQuery } from "./audit.ts";
 
 export interface KeyStoreOptions {
@@ -175,6 +176,8 @@ export interface KeyStore {
    * there are; a key created, renamed or deleted meanwhile may or may not appear, any other appears exactly once.
    */
   listPages(): AsyncIterable<ApiKeyInfo[]>;
+  /** Optional: the creation-ordered index (`_key-order.ts`) that `apiKeys` pages read instead of every key. */
+  ordered?: KeyOrder;
   /** True when the store holds no key, without reading them all. */
   isEmpty(): Promise<boolean>;
   /**

@@ -116,9 +116,11 @@ const backends: Record<string, () => Promise<Backend>> = {
       rawValues: async () => {
         const keys = await admin.keys(`${prefix}:*`);
         return Promise.all(
-          keys.map(async (key) =>
-            (await admin.type(key)) === "set" ? (await admin.smembers(key)).join("\n") : ((await admin.get(key)) ?? ""),
-          ),
+          keys.map(async (key) => {
+            const type = await admin.type(key);
+            if (type === "set") return (await admin.smembers(key)).join("\n");
+            return type === "zset" ? (await admin.zrange(key, 0, -1)).join("\n") : ((await admin.get(key)) ?? ""); // the index pages read
+          }),
         );
       },
       serverScans: scans,

@@ -4,11 +4,12 @@
 // have happened entirely or not at all, no stored file may be half-written, temporary files must never
 // be taken for keys, and new creates must succeed.
 import { spawn } from "node:child_process";
-import { readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openKeyStore, parseStoreSpec } from "../../lib/store/config.ts";
 import type { KeyStore } from "../../lib/store/key-store.ts";
+import { isOrderName, orderName } from "../../lib/store/_key-order.ts";
 import { CLI, runCli, tempDir } from "../helpers/cli.ts";
 
 const BUDGET_MS = 15_000;
@@ -167,14 +168,17 @@ describe("CLI processes killed with SIGKILL at random moments", () => {
         if (known.secret) expect((await store.verify(known.secret))?.id).toBe(known.id);
       }
       for (const secret of revoked) expect(await store.verify(secret)).toBeNull();
+      // Every key has its entry in the index pages read (written before the record), whatever the kill left.
+      const indexed = existsSync(join(dir, "order")) ? readdirSync(join(dir, "order")) : []; // none before the first create
+      for (const key of listed) expect(indexed).toContain(orderName(Date.parse(key.createdAt), key.id));
     }
 
     // Every file that is not a temporary file is whole: records parse, index entries and the revision are whole ids.
     let temporary = 0;
     for (const sub of readdirSync(dir)) {
-      // meta: the revision token; retired: the hashes of secrets that work no more
-      expect(["keys", "names", "secrets", "meta", "audit", "retired"]).toContain(sub);
-      if (sub === "audit") continue; // appended to, not rewritten: tests/system/sigkill-audit.test.ts
+      // meta: the revision token; retired: the hashes of secrets that work no more; order: the index of pages
+      expect(["keys", "names", "secrets", "meta", "audit", "retired", "order"]).toContain(sub);
+      if (sub === "audit") continue; // appended to, not rewritten: tests/audit-crash.test.ts
       for (const file of readdirSync(join(dir, sub))) {
         if (file.endsWith(".tmp")) {
           temporary++;
@@ -183,6 +187,8 @@ describe("CLI processes killed with SIGKILL at random moments", () => {
         const text = readFileSync(join(dir, sub, file), "utf8");
         if (sub === "keys") {
           expect(JSON.parse(text)).toMatchObject({ id: file, name: expect.any(String), hash: expect.any(String) });
+        } else if (sub === "order") {
+          expect([isOrderName(file), text]).toEqual([true, ""]);
         } else if (sub === "retired") {
           expect(JSON.parse(text)).toMatchObject({ id: expect.any(String), name: expect.any(String), retiredAt: expect.any(String) });
         } else {

@@ -5,6 +5,7 @@
 import * as fs from "node:fs";
 import { promisify } from "node:util";
 import { once } from "../../core/_once.ts";
+import { isCode } from "../../core/_error-code.ts";
 
 /** The file operations the driver uses, as promises. */
 export interface FileOps {
@@ -121,4 +122,20 @@ export async function syncDir(files: FileOps, dir: string, durable = true): Prom
   } finally {
     await files.close(fd).catch(() => {});
   }
+}
+
+/** True when a process with this pid exists on this host. */
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return isCode(error, "EPERM");
+  }
+}
+
+/** `error` naming `path` when it names none (errors of calls on a file descriptor). */
+export function withPath(error: unknown, path: string): unknown {
+  if (error instanceof Error && (error as { path?: unknown }).path === undefined) Object.assign(error, { path });
+  return error;
 }

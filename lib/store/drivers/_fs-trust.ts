@@ -40,7 +40,7 @@ export interface StoreTrust {
 /** Errors on the store's own path (or above it) that mean the path cannot be a directory. */
 const BAD_PATH = new Set(["ENOTDIR", "ENAMETOOLONG", "ELOOP"]);
 /** What the store keeps in its top directory (see store.ts); anything else means it is not only a store. */
-const STORE_FOLDERS = new Set(["keys", "names", "secrets", "meta", "grace", "retired", "audit"]);
+const STORE_FOLDERS = new Set(["keys", "names", "secrets", "meta", "grace", "retired", "audit", "order"]);
 const octal = (mode: number) => (mode & 0o7777).toString(8).padStart(4, "0");
 const codeOf = (error: unknown) => (error as { code?: string })?.code ?? "";
 

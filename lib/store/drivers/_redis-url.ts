@@ -8,6 +8,8 @@
  * the `password` and `sentinelPassword` query parameters, which ioredis also reads.
  */
 
+import { ServiceError } from "../../core/errors.ts";
+
 const SECRET_PARAMS = /([?&](?:password|sentinelPassword|username)=)[^&#]*/gi;
 
 /**
@@ -54,4 +56,25 @@ export function redisRedactor(url: string): (text: string) => string {
     for (const piece of pieces) out = out.split(piece).join("***");
     return out;
   };
+}
+
+/** Prefix of every Redis key the store writes, unless the URL says `?prefix=<name>`. */
+const DEFAULT_REDIS_PREFIX = "service-api";
+
+/** Splits our own `prefix` query parameter off the URL; ioredis reads the remaining ones. */
+export function splitPrefix(url: string): { url: string; prefix: string } {
+  const parsed = new URL(url);
+  // An `@` past the host means a password with a raw / ? or #: the parser took part of it for the host,
+  // and ioredis would look that up in DNS. Refuse rather than send pieces of a password around.
+  if (/@|%40/i.test(parsed.pathname + parsed.search + parsed.hash)) throw new TypeError("credentials not percent-encoded");
+  // ioredis decodes these and throws "URI malformed" on a raw `%`: fail here, where it reads as a usage error.
+  decodeURIComponent(parsed.username);
+  decodeURIComponent(parsed.password);
+  const prefix = (parsed.searchParams.get("prefix") ?? DEFAULT_REDIS_PREFIX).replace(/^:+|:+$/g, "");
+  // Characters unstorage keeps as they are, so its keys and the atomic ones match byte for byte.
+  if (!/^[A-Za-z0-9_.:-]+$/.test(prefix)) {
+    throw new ServiceError("USAGE", `Invalid Redis key prefix '${prefix}': use letters, digits, '-', '_', '.' or ':'`);
+  }
+  parsed.searchParams.delete("prefix");
+  return { url: parsed.toString(), prefix };
 }

@@ -6,7 +6,7 @@
  * between processes, and a per-entry lock file for the read-then-change ones (swap, take, takeIf).
  * The exceptions to write-and-rename are the revision token (`bump`), rewritten in place so that a
  * revocation needs no free space, and the audit log (`_fs-audit.ts`), appended to. unstorage's own fs drivers write in place, which is why this one exists.
- * Which directories it trusts, and whose they are, is decided in `_fs-trust.ts`.
+ * Which directories it trusts, and whose they are, is decided in `_fs-trust.ts`; the index pages read, `order/`, is `_fs-order.ts`.
  */
 import * as fs from "node:fs";
 import { dirname, join, resolve } from "node:path";
@@ -15,7 +15,9 @@ import { isCode } from "../../core/_error-code.ts";
 import type { AtomicIndex } from "../atomic.ts";
 import type { AuditLog } from "../audit.ts";
 import { createFsAuditLog, type FsAuditOptions } from "./_fs-audit.ts";
-import { blockingOps, syncDir as syncDirectory, threadPoolOps } from "./_fs-ops.ts";
+import { blockingOps, isAlive, syncDir as syncDirectory, threadPoolOps, withPath } from "./_fs-ops.ts";
+import { createFsOrder } from "./_fs-order.ts";
+import { withKeyOrder } from "../_key-order.ts";
 import { createRevisionFiles } from "./_fs-revision.ts";
 import { scanDirectory } from "./_fs-scan.ts";
 import { createStoreTrust, plantedLink, READ_FLAGS } from "./_fs-trust.ts";
@@ -46,22 +48,6 @@ export interface FsDriverOptions {
   audit?: FsAuditOptions;
   /** Detail for LOG_LEVEL=debug (the audit log says when it read a file only in its last part). */
   debug?: (message: string) => void;
-}
-
-/** True when a process with this pid exists on this host. */
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return isCode(error, "EPERM");
-  }
-}
-
-/** `error` naming `path` when it names none (errors of calls on a file descriptor). */
-function withPath(error: unknown, path: string): unknown {
-  if (error instanceof Error && (error as { path?: unknown }).path === undefined) Object.assign(error, { path });
-  return error;
 }
 
 /** The driver plus the atomic index operations over the same directory. */
@@ -145,6 +131,7 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
   };
 
   const revision = createRevisionFiles({ files, pathOf, durable, create: write });
+  const order = createFsOrder({ base, trust, files, read: (path) => read(path, true), syncDir });
 
   const remove = async (path: string) => {
     try {
@@ -296,6 +283,7 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
       }
     },
     version: (key) => revision.read(key),
+    order: order.order,
     scan: (prefix, size) => scanDirectory({ trust, files, path: pathOf(prefix), prefix, size }),
     async hasAny(prefix) {
       let dir;
@@ -315,7 +303,7 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
     },
   };
 
-  return {
+  return withKeyOrder({
     name: "service-api-fs",
     options,
     atomic,
@@ -344,5 +332,5 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
     clear: async (prefix) => {
       await files.rm(prefix ? pathOf(prefix) : base, { recursive: true, force: true });
     },
-  } as FsDriver;
+  } as FsDriver, order);
 }) as (options: FsDriverOptions) => FsDriver;

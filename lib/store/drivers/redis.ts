@@ -12,6 +12,7 @@
  *   takeIf a Lua script: GET, compare, DEL (compare and delete of a name entry)
  *   exclusive  a lease: SET locks:<key> token NX PX, released by a Lua compare-and-delete
  *   hasAny SCARD of a member set kept beside the entries, so "is the store empty" costs O(1)
+ *   order  a sorted set of the keys by creation time, written with each record (`_redis-order.ts`)
  *
  * Each of claim/swap/take updates its entry and that member set in one MULTI transaction.
  *
@@ -32,7 +33,8 @@ import type { AtomicIndex } from "../atomic.ts";
 import { type AuditLog, auditEventOf, byTime, CLOCK_SKEW_MS, selectEvents } from "../audit.ts";
 import type { AuditEvent } from "../../core/model.ts";
 import { checkReplies, guardReplies, isCount, isFlag, okOrNil, type Shape, storedOrNil } from "./_redis-desync.ts";
-import { redactRedisUrl, redisRedactor } from "./_redis-url.ts";
+import { redactRedisUrl, redisRedactor, splitPrefix } from "./_redis-url.ts";
+import { createRedisOrder } from "./_redis-order.ts";
 import { createRedisRateLimiter, type RateLimiter } from "../rate-limiter.ts";
 
 /** Compare and delete in one step on the server: the entry goes only if it still holds the expected value. */
@@ -80,9 +82,6 @@ const isEntries: Shape = (v) =>
     Array.isArray(e[1]) && e[1].every((f: unknown) => typeof f === "string"));
 
 
-/** Prefix of every Redis key the store writes, unless the URL says `?prefix=<name>`. */
-const DEFAULT_REDIS_PREFIX = "service-api";
-
 export interface RedisBackendOptions {
   /** Milliseconds to wait for the first connection (and for each reconnection attempt). */
   connectTimeout?: number;
@@ -106,24 +105,6 @@ export { redactRedisUrl } from "./_redis-url.ts";
 
 const messageOf = (error: unknown): string =>
   (error instanceof Error ? error.message : String(error)).replace(/[.\s]+$/, "");
-
-/** Splits our own `prefix` query parameter off the URL; ioredis reads the remaining ones. */
-function splitPrefix(url: string): { url: string; prefix: string } {
-  const parsed = new URL(url);
-  // An `@` past the host means a password with a raw / ? or #: the parser took part of it for the host,
-  // and ioredis would look that up in DNS. Refuse rather than send pieces of a password around.
-  if (/@|%40/i.test(parsed.pathname + parsed.search + parsed.hash)) throw new TypeError("credentials not percent-encoded");
-  // ioredis decodes these and throws "URI malformed" on a raw `%`: fail here, where it reads as a usage error.
-  decodeURIComponent(parsed.username);
-  decodeURIComponent(parsed.password);
-  const prefix = (parsed.searchParams.get("prefix") ?? DEFAULT_REDIS_PREFIX).replace(/^:+|:+$/g, "");
-  // Characters unstorage keeps as they are, so its keys and the atomic ones match byte for byte.
-  if (!/^[A-Za-z0-9_.:-]+$/.test(prefix)) {
-    throw new ServiceError("USAGE", `Invalid Redis key prefix '${prefix}': use letters, digits, '-', '_', '.' or ':'`);
-  }
-  parsed.searchParams.delete("prefix");
-  return { url: parsed.toString(), prefix };
-}
 
 /**
  * Opens the Redis backend for a `redis://[user:password@]host:port/db[?prefix=name]` URL (or
@@ -288,6 +269,18 @@ export async function openRedisBackend(url: string, options: RedisBackendOptions
     const fn = driver[method] as ((...args: unknown[]) => Promise<unknown>) | undefined;
     if (fn) guarded[method] = wrap((...args: unknown[]) => Promise.resolve().then(() => fn(...args)));
   }
+  // Records go with their index entry in one transaction (_redis-order.ts); other entries as unstorage writes them.
+  const order = createRedisOrder(client, prefix, async (exec, n) => void (await results(exec, ...Array<Shape>(n).fill(() => true))));
+  const { setItem, removeItem } = guarded as Required<Pick<Driver, "setItem" | "removeItem">>;
+  guarded.setItem = (key: string, value: string, opts: object) => order.setItem(key, value)?.catch(failure) ?? setItem(key, value, opts);
+  guarded.removeItem = (key: string, opts: object) => order.removeItem(key)?.catch(failure) ?? removeItem(key, opts);
+  atomic.order = async function* (after, size) {
+    try {
+      yield* order.order(after, size);
+    } catch (error) {
+      failure(error); // as every other command: STORE_UNAVAILABLE, with the URL's credentials scrubbed
+    }
+  };
   const storage = createStorage({ driver: guarded as unknown as Driver });
 
   const stream = redisKey("audit");
