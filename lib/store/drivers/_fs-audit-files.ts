@@ -8,7 +8,7 @@ import { constants, type Stats } from "node:fs";
 import { ServiceError } from "../../core/errors.ts";
 import { printable } from "../_system-errors.ts";
 import type { FileOps } from "./_fs-ops.ts";
-import { plantedLink } from "./_fs-trust.ts";
+import { plantedLink } from "./_fs-trust-dir.ts";
 import { isCode } from "../../core/_error-code.ts";
 
 /** Flags that make a new file of the trail (the next log, the reserve): never one that is there, never through a link. */

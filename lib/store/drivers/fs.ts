@@ -20,7 +20,8 @@ import { createFsOrder } from "./_fs-order.ts";
 import { withKeyOrder } from "../_key-order.ts";
 import { createRevisionFiles } from "./_fs-revision.ts";
 import { scanDirectory } from "./_fs-scan.ts";
-import { createStoreTrust, plantedLink, READ_FLAGS } from "./_fs-trust.ts";
+import { createStoreTrust, READ_FLAGS } from "./_fs-trust.ts";
+import { plantedLink } from "./_fs-trust-dir.ts";
 
 const TMP = ".tmp";
 /** Reads in flight at once when reading many entries: enough to keep libuv's four threads busy, no more. */
