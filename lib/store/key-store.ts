@@ -85,7 +85,7 @@ import { createRotate } from "./_rotate.ts";
 import { createTransfer } from "./_transfer.ts";
 import { createRetired, createReuseAudit, DEFAULT_RETIRED_RETENTION_MS } from "./_retired.ts";
 import { createUsage } from "./_usage.ts";
-import { createMemoryRateLimiter } from "./rate-limiter.ts";
+import { settleControls, usageCounters } from "./_credits.ts";
 
 export { type AtomicIndex, createLocalAtomicIndex } from "./atomic.ts";
 import { createLocalAtomicIndex } from "./atomic.ts";
@@ -107,7 +107,7 @@ export type {
 import type { KeyStore, KeyStoreOptions } from "./types.ts";
 
 const REVISION = "meta:revision";
-const UPDATABLE = ["name", "description", "roles", "permissions", "expiresAt", "labels", "disabled", "disabledReason", "rateLimits"] as const;
+const UPDATABLE = ["name", "description", "roles", "permissions", "expiresAt", "labels", "disabled", "disabledReason", "rateLimits", "credits"] as const;
 
 /**
  * Creates a key store over an unstorage `Storage`.
@@ -179,10 +179,10 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
     onRetired: createReuseAudit({ now, debug, append: (key) => audit("reuse", key, { actor: { kind: "key", ...key } }) }),
   });
 
-  const usage = createUsage(ctx, { verify, explain }, options.useRecorder);
+  const usage = createUsage(ctx, { verify, explain, ...usageCounters(options) }, options.useRecorder);
 
   const store: KeyStore = {
-    rateLimiter: options.rateLimiter ?? createMemoryRateLimiter(),
+    ...usage.counters,
 
     create: (input, options) => guard("create a key", () => create(input, options)),
 
@@ -213,7 +213,7 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
           if (patch.description !== undefined && !patch.description) delete next.description;
           if (patch.expiresAt === null) delete next.expiresAt;
           if (patch.labels !== undefined && Object.keys(patch.labels).length === 0) delete next.labels;
-          if (patch.rateLimits?.length === 0) delete next.rateLimits;
+          settleControls(next, patch, now()); // rate limits [] and credits null: none; credits given: a new count
           // Kept only while disabled: `disabled: true` and the reason given with the disable (none given: none kept).
           if (patch.disabled === true && patch.disabledReason === undefined) delete next.disabledReason;
           if (patch.disabled === false) delete next.disabled, delete next.disabledReason;
