@@ -84,7 +84,7 @@ export function createEntries(storage: Storage, debug: (message: string) => void
 }
 
 /** What callers see of a record: no hash, no use counts (see `usage`), and no grace time on a key that is live again. */
-export const publicView = ({ hash: _hash, usage: _usage, credits, ...info }: StoredKey, graced = false): ApiKeyInfo => {
+export const publicView = ({ hash: _hash, usage: _usage, credits, ...info }: StoredKey, graced = false, now = Date.now()): ApiKeyInfo => {
   if (!graced && info.graceUntil) delete info.graceUntil;
-  return credits ? { ...info, credits: creditsView(credits) } : info;
+  return credits ? { ...info, credits: creditsView(credits, now) } : info; // a refill due by `now` shown
 };

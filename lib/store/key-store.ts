@@ -244,7 +244,7 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
             throw new ServiceError("NOT_FOUND", `No API key found with id: ${id} (it was replaced or deleted meanwhile)`);
           }
           await bumpRevision();
-          return publicView(next);
+          return publicView(next, false, now());
         });
       }),
 
@@ -252,30 +252,30 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
     get: (id) => guard("read a key", async () => {
       const record = await readRecord(id);
       if (!record) return null;
-      if (await live(record)) return publicView(record);
-      return (await entries.inGrace(record)) ? publicView(record, true) : null;
+      if (await live(record)) return publicView(record, false, now());
+      return (await entries.inGrace(record)) ? publicView(record, true, now()) : null;
     }),
 
     getByName: (name) =>
       guard("read a key", async () => {
         const record = await readRecord(await readId(nameKey(lookupName(name))));
-        return record && publicView(record);
+        return record && publicView(record, false, now());
       }),
 
     list: () =>
       guard("list keys", async () => {
         // A chunk of names at a time, each read in one batch: 10,000 keys never hold up the requests served meanwhile.
-        const found = (await transfer.liveRecords()).map((record) => publicView(record));
-        for (const record of await removals.graced()) found.push(publicView(record, true));
+        const found = (await transfer.liveRecords()).map((record) => publicView(record, false, now()));
+        for (const record of await removals.graced()) found.push(publicView(record, true, now()));
         // ISO timestamps order as plain strings (localeCompare costs ~100 ms over 10,000 keys).
         return found.sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.name.localeCompare(b.name)));
       }),
 
     listPages: async function* () {
       try {
-        for await (const page of transfer.livePages()) yield page.map((record) => publicView(record));
+        for await (const page of transfer.livePages()) yield page.map((record) => publicView(record, false, now()));
         const graced = await removals.graced();
-        if (graced.length) yield graced.map((record) => publicView(record, true));
+        if (graced.length) yield graced.map((record) => publicView(record, true, now()));
       } catch (error) {
         throw storeError("list keys", error);
       }
