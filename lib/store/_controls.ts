@@ -36,7 +36,7 @@ export async function controlUse(limiter: RateLimiter, counter: CreditCounter, k
     });
   }
   if (!key.creditState) return { code, credits: null, ratelimits };
-  if (code !== "VALID") return { code, credits: key.credits?.remaining ?? null, ratelimits };
+  if (code !== "VALID") return { code, credits: await counter.peek(key.id, key.creditState, now), ratelimits };
   const spent = await counter.spend(key.id, key.creditState, now);
   return { code: spent.allowed ? "VALID" : "USAGE_EXCEEDED", credits: spent.remaining, ratelimits };
 }

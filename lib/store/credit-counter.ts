@@ -26,6 +26,8 @@ export interface CreditVerdict {
 export interface CreditCounter {
   /** Takes one credit of key `keyId` (whose record holds `credits`) at `now` (ms), if it has one. */
   spend(keyId: string, credits: StoredCredits, now: number): MaybePromise<CreditVerdict>;
+  /** Credits left at `now` without taking one (a verification its rate limit refused). */
+  peek(keyId: string, credits: StoredCredits, now: number): MaybePromise<number>;
   /** The credits the record (now holding `stored`) should hold once this key's use is written; undefined: as they are. */
   persist(keyId: string, stored: StoredCredits, now: number): MaybePromise<StoredCredits | undefined>;
 }
@@ -59,6 +61,12 @@ export function createMemoryCreditCounter(maxCounts = MEMORY_COUNTS): CreditCoun
       count.remaining--;
       count.spent++;
       return { allowed: true, remaining: count.remaining };
+    },
+    peek(keyId, credits, now) {
+      const count = counts.get(keyId);
+      if (!count || count.setAt !== credits.setAt) return creditsAt(credits, now).remaining;
+      const due = creditsAt({ ...credits, remaining: count.remaining, refilledAt: new Date(count.period).toISOString() }, now);
+      return due.remaining;
     },
     persist(keyId, stored, now) {
       const count = counts.get(keyId);
@@ -121,6 +129,12 @@ export function createRedisCreditCounter(client: Redis, countKey: (keyId: string
       }
       if (!isReply(reply)) return failed();
       return { allowed: reply[0] === 1, remaining: reply[1] };
+    },
+    async peek(keyId, credits, now) {
+      const [setAt, period, remaining] = await client.hmget(countKey(keyId), "setAt", "period", "remaining").catch(failed);
+      if (setAt !== credits.setAt || period === null || remaining === null) return creditsAt(credits, now).remaining;
+      const refilled = credits.refill && periodOf(creditsAt(credits, now)) > Number(period);
+      return refilled ? credits.refill!.amount : Number(remaining);
     },
     async persist(keyId, stored) {
       const [setAt, period, remaining] = await client.hmget(countKey(keyId), "setAt", "period", "remaining").catch(failed);
