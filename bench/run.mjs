@@ -111,6 +111,9 @@ async function service() {
   const small = join(work, "svc-small"), big = join(work, "svc-big");
   const [key] = await seed(small, 10);
   const [bigKey] = await seed(big, P.big);
+  // A key with a rate limit and credits (never reached in a run), beside the plain `key`: the price of counting both.
+  const controlled = JSON.parse((await run(process.execPath, [CLI, "apikey", "--create", "--name", "controlled", "--roles", "VIEWER",
+    "--rate-limit", "1000000/1s", "--credits", "1000000000", "--json", "--store", small], { env: { ...process.env, LOG_LEVEL: "" } })).stdout);
   // As shipped: LOG_LEVEL unset is info (one access line per request on stderr, drained from a pipe)
   // and the Prometheus metrics are always on. `warn` differs only by the access log.
   const servers = {
@@ -121,6 +124,8 @@ async function service() {
     // Last-use recording is on by default: the same service with it off, to price it.
     nouse: { start: () => startService(small, { env: { LOG_LEVEL: "", SERVICE_API_LAST_USE: "off" } }), secret: key.key },
     big: { start: () => startService(big, { env: { LOG_LEVEL: "" } }), secret: bigKey.key, only: "me" },
+    // The same server, asked with the key that has a rate limit and credits.
+    controls: { start: () => startService(small, { env: { LOG_LEVEL: "" } }), secret: controlled.key, only: "me" },
   };
   const running = async (names, use) => {
     const started = await Promise.all(names.map((name) => servers[name].start()));
@@ -180,6 +185,8 @@ async function service() {
     report(`last-use recording on (default) vs off, ${label(q)} (server CPU per request)`, cpu(q, "service"), cpu(q, "nouse"), ratio(q, "service", "nouse", "cpuUs"), "<=1.05",
       `req/s ${ratio(q, "service", "nouse", "rps").toFixed(2)}x`);
   }
+  report(`a key with a rate limit and credits vs one without, ${label("me")}, files store (server CPU per request)`, cpu("me", "controls"), cpu("me", "service"),
+    ratio("me", "controls", "service", "cpuUs"), "<=1.10", `req/s ${ratio("me", "controls", "service", "rps").toFixed(2)}x; memory stores count in the same in-process counters`);
   report(`service with ${P.big} keys vs 10 keys (req/s)`, rps("me", "big"), rps("me", "service"), ratio("me", "big", "service", "rps"), ">=0.83",
     `CPU per request ${ratio("me", "big", "service", "cpuUs").toFixed(2)}x`);
 

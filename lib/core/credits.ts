@@ -76,6 +76,12 @@ export function periodStart(interval: RefillInterval, now: number): number {
   return interval === "day" ? Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate()) : Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1);
 }
 
+/** When (ms) the refill period after the one starting at `start` begins. */
+export function nextPeriod(interval: RefillInterval, start: number): number {
+  const d = new Date(start);
+  return interval === "day" ? start + 86_400_000 : Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1);
+}
+
 /** The period (ms) stored credits' `remaining` belongs to. */
 export const periodOf = (credits: StoredCredits): number => {
   const at = Date.parse(credits.refilledAt ?? credits.setAt);

@@ -15,7 +15,7 @@
  */
 import type { Redis } from "ioredis";
 import type { MaybePromise } from "../core/maybe-promise.ts";
-import { creditsAt, periodOf, type StoredCredits } from "../core/credits.ts";
+import { creditsAt, nextPeriod, periodOf, periodStart, type StoredCredits } from "../core/credits.ts";
 
 export interface CreditVerdict {
   allowed: boolean;
@@ -36,6 +36,8 @@ interface Count {
   setAt: string;
   /** Start of the refill period (ms) `remaining` belongs to. */
   period: number;
+  /** When the next refill is due (ms); Infinity without a refill. */
+  next: number;
   remaining: number;
   /** Spent since the last write. */
   spent: number;
@@ -44,16 +46,26 @@ interface Count {
 /** Keys whose count a process keeps; beyond that the least recently used is written no more and read afresh. */
 const MEMORY_COUNTS = 100_000;
 
+/** `count` refilled when its next period has begun by `now` (a comparison per request, no allocation). */
+function refilled(count: Count, credits: StoredCredits, now: number): Count {
+  if (now < count.next || !credits.refill) return count;
+  const period = periodStart(credits.refill.interval, now);
+  return Object.assign(count, { period, next: nextPeriod(credits.refill.interval, period), remaining: credits.refill.amount, spent: 0 });
+}
+
 /** @example createMemoryCreditCounter().spend(key.id, record.credits, Date.now()) */
 export function createMemoryCreditCounter(maxCounts = MEMORY_COUNTS): CreditCounter {
   const counts = new Map<string, Count>();
-  const fresh = (credits: StoredCredits): Count => ({ setAt: credits.setAt, period: periodOf(credits), remaining: credits.remaining, spent: 0 });
+  const fresh = (credits: StoredCredits): Count => {
+    const period = periodOf(credits);
+    const next = credits.refill ? nextPeriod(credits.refill.interval, period) : Infinity;
+    return { setAt: credits.setAt, period, next, remaining: credits.remaining, spent: 0 };
+  };
   return {
     spend(keyId, credits, now) {
       let count = counts.get(keyId);
       if (!count || count.setAt !== credits.setAt) count = fresh(credits);
-      const due = creditsAt({ ...credits, remaining: count.remaining, refilledAt: new Date(count.period).toISOString() }, now);
-      if (periodOf(due) > count.period) Object.assign(count, { remaining: due.remaining, period: periodOf(due), spent: 0 });
+      refilled(count, credits, now);
       counts.delete(keyId); // re-inserted: most recently used last
       counts.set(keyId, count);
       if (counts.size > maxCounts) counts.delete(counts.keys().next().value!);
@@ -65,8 +77,7 @@ export function createMemoryCreditCounter(maxCounts = MEMORY_COUNTS): CreditCoun
     peek(keyId, credits, now) {
       const count = counts.get(keyId);
       if (!count || count.setAt !== credits.setAt) return creditsAt(credits, now).remaining;
-      const due = creditsAt({ ...credits, remaining: count.remaining, refilledAt: new Date(count.period).toISOString() }, now);
-      return due.remaining;
+      return now >= count.next && credits.refill ? credits.refill.amount : count.remaining;
     },
     persist(keyId, stored, now) {
       const count = counts.get(keyId);
