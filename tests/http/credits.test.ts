@@ -5,6 +5,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { cliWithStore, runCli } from "../helpers/cli.ts";
 import { type RedisServer, startRedis } from "../helpers/redis.ts";
 import { gql, type ServerProcess, startServer } from "../helpers/server.ts";
+import { createRemoteBackend } from "../../lib/client/remote.ts";
 
 const created = (stdout: string) => JSON.parse(stdout) as { key: string; id: string; name: string };
 const ME = "{ me { name } }";
@@ -76,6 +77,22 @@ describe("a server on a files store", () => {
     expect(audit.body.data.auditLog.filter((e: { action: string }) => e.action === "update").map((e: { changed: string[] }) => e.changed)).toEqual([["credits"], ["credits"]]);
     const bad = await gql(server.url, `mutation ($id: PrefixedID!) { apiKey { update(input: { id: $id, credits: { remaining: -1 } }) { id } } }`, { key: admin, variables: { id } });
     expect(bad.body.errors[0].extensions.code).toBe("INVALID_INPUT");
+  });
+
+  it("service-api-keys/client: create with credits, ApiKey.credits, and verifyDetailed's credits, ratelimits and codes", async () => {
+    const s = cliWithStore();
+    cleanups.push(s.cleanup);
+    const admin = created((await s.cli("apikey", "--create", "--name", "admin", "-r", "ADMIN", "--json")).stdout).key;
+    const server = await startServer({ store: s.store });
+    servers.push(server);
+    const backend = createRemoteBackend({ baseUrl: server.url, apiKey: admin });
+    const made = await backend.create({ name: "svc", roles: ["VIEWER"], permissions: [], credits: { remaining: 1, refill: { amount: 5, interval: "day" } }, rateLimits: [{ limit: 10, durationMs: 60_000 }] });
+    expect(made.credits).toEqual({ remaining: 1, refill: { amount: 5, interval: "day" } });
+    const first = await backend.verifyDetailed(made.key);
+    expect(first).toMatchObject({ valid: true, code: "VALID", credits: 0, ratelimits: [{ name: "10/1m", limit: 10, remaining: 9, exceeded: false }] });
+    expect(await backend.verifyDetailed(made.key)).toMatchObject({ valid: false, code: "USAGE_EXCEEDED", credits: 0 });
+    expect((await backend.update(made.id, { credits: null })).credits).toBeUndefined();
+    expect(await backend.verifyDetailed(made.key)).toMatchObject({ code: "VALID", credits: null });
   });
 });
 
