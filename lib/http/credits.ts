@@ -8,7 +8,7 @@ import { after, type MaybePromise } from "../core/maybe-promise.ts";
 import type { CreditCounter } from "../store/credit-counter.ts";
 import type { RateLimiter } from "../store/rate-limiter.ts";
 import type { VerifiedKey } from "../store/types.ts";
-import { limited } from "./rate-limit.ts";
+import { limited, rateHeaders, rateLimited } from "./rate-limit.ts";
 import { errorResponse } from "./responses.ts";
 import type { ServiceResponse } from "./types.ts";
 
@@ -28,6 +28,15 @@ export function controlled(
   answer: () => MaybePromise<ServiceResponse>,
 ): MaybePromise<ServiceResponse> {
   const state = key.creditState;
+  const limits = key.rateLimits;
+  if (limits && state && counter.spendLimited) {
+    // Both in one step (Redis: one script, one round trip).
+    return after(counter.spendLimited(key.id, limits, state, now), ({ rate, credit }) => {
+      if (!rate.allowed) return rateLimited(limits, rate);
+      const headers = rateHeaders(limits, rate);
+      return after(credit?.allowed ? answer() : usageExceeded(key), (response) => ({ status: response.status, headers: Object.assign({}, response.headers, headers), body: response.body }));
+    });
+  }
   const spend = state ? () => after(counter.spend(key.id, state, now), (verdict) => (verdict.allowed ? answer() : usageExceeded(key))) : answer;
-  return key.rateLimits ? limited(limiter, key, now, spend) : spend();
+  return limits ? limited(limiter, key, now, spend) : spend();
 }

@@ -21,8 +21,10 @@ export async function controlUse(limiter: RateLimiter, counter: CreditCounter, k
   let ratelimits: KeyVerification["ratelimits"] = null;
   let code: UseControls["code"] = "VALID";
   const limits = key.rateLimits;
+  // Rate limits and credit in one step where the counter can (Redis: one script).
+  const both = limits?.length && key.creditState && counter.spendLimited ? await counter.spendLimited(key.id, limits, key.creditState, now) : null;
   if (limits?.length) {
-    const verdict = await limiter.hit(key.id, limits, now);
+    const verdict = both?.rate ?? (await limiter.hit(key.id, limits, now));
     if (!verdict.allowed) code = "RATE_LIMITED";
     ratelimits = limits.map((limit, i) => {
       const each = verdict.each?.[i] ?? { remaining: verdict.remaining, resetMs: verdict.resetMs };
@@ -37,6 +39,6 @@ export async function controlUse(limiter: RateLimiter, counter: CreditCounter, k
   }
   if (!key.creditState) return { code, credits: null, ratelimits };
   if (code !== "VALID") return { code, credits: await counter.peek(key.id, key.creditState, now), ratelimits };
-  const spent = await counter.spend(key.id, key.creditState, now);
+  const spent = both?.credit ?? (await counter.spend(key.id, key.creditState, now));
   return { code: spent.allowed ? "VALID" : "USAGE_EXCEEDED", credits: spent.remaining, ratelimits };
 }

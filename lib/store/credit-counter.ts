@@ -16,6 +16,8 @@
 import type { Redis } from "ioredis";
 import type { MaybePromise } from "../core/maybe-promise.ts";
 import { creditsAt, nextPeriod, periodOf, periodStart, type StoredCredits } from "../core/credits.ts";
+import type { RateLimit } from "../core/rate-limits.ts";
+import { HIT, type RateVerdict, verdictOf } from "./rate-limiter.ts";
 
 export interface CreditVerdict {
   allowed: boolean;
@@ -28,6 +30,8 @@ export interface CreditCounter {
   spend(keyId: string, credits: StoredCredits, now: number): MaybePromise<CreditVerdict>;
   /** Credits left at `now` without taking one (a verification its rate limit refused). */
   peek(keyId: string, credits: StoredCredits, now: number): MaybePromise<number>;
+  /** Rate limits and then a credit in one step (Redis: one script), where the counter can; else the caller does both. */
+  spendLimited?(keyId: string, limits: readonly RateLimit[], credits: StoredCredits, now: number): Promise<{ rate: RateVerdict; credit: CreditVerdict | null }>;
   /** The credits the record (now holding `stored`) should hold once this key's use is written; undefined: as they are. */
   persist(keyId: string, stored: StoredCredits, now: number): MaybePromise<StoredCredits | undefined>;
 }
@@ -100,47 +104,93 @@ export function createMemoryCreditCounter(maxCounts = MEMORY_COUNTS): CreditCoun
 }
 
 /**
- * KEYS[1]: the key's count (a hash: setAt, period, remaining). ARGV: setAt, the record's remaining and
- * period, the refill amount ("" for none), the period holding now, and the hash's lifetime (ms). A count
- * of another setting is replaced by the record's; a later period refills. Returns {allowed, remaining}.
+ * `spend(key, setAt, remaining, period, amount, start, ttl)`: the key's count (a hash: setAt, period,
+ * remaining) given the record's setAt, remaining and period, the refill amount ("" for none), the period
+ * holding now, and the hash's lifetime (ms). A count of another setting is replaced by the record's; a
+ * later period refills. Returns {allowed, remaining}.
  */
-const SPEND = `local c = redis.call("HMGET", KEYS[1], "setAt", "period", "remaining")
-local period, remaining
-if c[1] == ARGV[1] then
-  period = tonumber(c[2]); remaining = tonumber(c[3])
-else
-  period = tonumber(ARGV[3]); remaining = tonumber(ARGV[2])
+const SPEND_FN = `local function spend(key, setAt, remaining0, period0, amount, start, ttl)
+  local c = redis.call("HMGET", key, "setAt", "period", "remaining")
+  local period, remaining
+  if c[1] == setAt then
+    period = tonumber(c[2]); remaining = tonumber(c[3])
+  else
+    period = tonumber(period0); remaining = tonumber(remaining0)
+  end
+  if amount ~= "" and tonumber(start) > period then
+    period = tonumber(start); remaining = tonumber(amount)
+  end
+  local allowed = 0
+  if remaining > 0 then remaining = remaining - 1; allowed = 1 end
+  redis.call("HSET", key, "setAt", setAt, "period", period, "remaining", remaining)
+  redis.call("PEXPIRE", key, ttl)
+  return {allowed, remaining}
 end
-if ARGV[4] ~= "" and tonumber(ARGV[5]) > period then
-  period = tonumber(ARGV[5]); remaining = tonumber(ARGV[4])
+`;
+const SPEND = `${SPEND_FN}return spend(KEYS[1], unpack(ARGV))`;
+
+/**
+ * A key's rate limits and then its credits in one script (one round trip, atomic): KEYS the limits'
+ * counters then the count, ARGV the rate limiter's then `spend`'s. The rate limiter's reply, then the
+ * credit's {allowed, remaining}, or {-1, -1} when a limit refused (no credit taken).
+ */
+const HIT_THEN_SPEND = `${SPEND_FN}local count = table.remove(KEYS)
+local function hit()
+${HIT}
 end
-local allowed = 0
-if remaining > 0 then remaining = remaining - 1; allowed = 1 end
-redis.call("HSET", KEYS[1], "setAt", ARGV[1], "period", period, "remaining", remaining)
-redis.call("PEXPIRE", KEYS[1], ARGV[6])
-return {allowed, remaining}`;
+local out = hit()
+local n = #KEYS
+local spent = {-1, -1}
+if out[1] == 1 then spent = spend(count, unpack(ARGV, 2 * n + 1, 2 * n + 6)) end
+out[#out + 1] = spent[1]
+out[#out + 1] = spent[2]
+return out`;
 
 /** A count unused this long is dropped; the next request starts from the record (written within a minute of the last). */
 const COUNT_TTL_MS = 35 * 86_400_000;
 
-const isReply = (value: unknown): value is [number, number] =>
-  Array.isArray(value) && value.length === 2 && value.every((v) => typeof v === "number" && Number.isSafeInteger(v) && v >= 0);
+const isReply = (value: unknown, length = 2): value is number[] =>
+  Array.isArray(value) && value.length === length && value.every((v) => typeof v === "number" && Number.isSafeInteger(v) && v >= -1);
 
-/** Counts in Redis under `countKey(keyId)`; `failed` turns an error into STORE_UNAVAILABLE (503, never served uncounted). */
-export function createRedisCreditCounter(client: Redis, countKey: (keyId: string) => string, failed: (error?: unknown) => never): CreditCounter {
+/**
+ * Counts in Redis under `countKey(keyId)`; `failed` turns an error into STORE_UNAVAILABLE (503, never served
+ * uncounted). With `limitKey` (the rate limiter's counter names), `spendLimited` checks a key's rate limits
+ * and takes its credit in one script.
+ */
+export function createRedisCreditCounter(
+  client: Redis,
+  countKey: (keyId: string) => string,
+  failed: (error?: unknown) => never,
+  limitKey?: (keyId: string, durationMs: number) => string,
+): CreditCounter {
+  const spendArgs = (credits: StoredCredits, now: number) => {
+    const start = credits.refill ? periodOf(creditsAt(credits, now)) : periodOf(credits);
+    return [credits.setAt, String(credits.remaining), String(periodOf(credits)), String(credits.refill?.amount ?? ""), String(start), String(COUNT_TTL_MS)];
+  };
+  const evaluate = async (script: string, keys: string[], args: string[], length: number): Promise<number[]> => {
+    let reply: unknown;
+    try {
+      reply = await client.eval(script, keys.length, ...keys, ...args);
+    } catch (error) {
+      return failed(error);
+    }
+    return isReply(reply, length) ? reply : failed();
+  };
   return {
     async spend(keyId, credits, now) {
-      const start = credits.refill ? periodOf(creditsAt(credits, now)) : periodOf(credits);
-      const args = [credits.setAt, String(credits.remaining), String(periodOf(credits)), String(credits.refill?.amount ?? ""), String(start), String(COUNT_TTL_MS)];
-      let reply: unknown;
-      try {
-        reply = await client.eval(SPEND, 1, countKey(keyId), ...args);
-      } catch (error) {
-        return failed(error);
-      }
-      if (!isReply(reply)) return failed();
-      return { allowed: reply[0] === 1, remaining: reply[1] };
+      const [allowed, remaining] = await evaluate(SPEND, [countKey(keyId)], spendArgs(credits, now), 2);
+      return { allowed: allowed === 1, remaining };
     },
+    ...(limitKey && {
+      async spendLimited(keyId: string, limits: readonly RateLimit[], credits: StoredCredits, now: number) {
+        const keys = [...limits.map((l) => limitKey(keyId, l.durationMs)), countKey(keyId)];
+        const args = [...limits.map((l) => String(l.limit)), ...limits.map((l) => String(l.durationMs)), ...spendArgs(credits, now)];
+        const reply = await evaluate(HIT_THEN_SPEND, keys, args, 3 + 2 * limits.length);
+        const n = limits.length;
+        const rate = verdictOf(reply[0] === 1, limits, limits.map((_, i) => reply[1 + 2 * i]), limits.map((_, i) => reply[2 + 2 * i]));
+        return { rate, credit: reply[1 + 2 * n] === -1 ? null : { allowed: reply[1 + 2 * n] === 1, remaining: reply[2 + 2 * n] } };
+      },
+    }),
     async peek(keyId, credits, now) {
       const [setAt, period, remaining] = await client.hmget(countKey(keyId), "setAt", "period", "remaining").catch(failed);
       if (setAt !== credits.setAt || period === null || remaining === null) return creditsAt(credits, now).remaining;

@@ -85,7 +85,7 @@ export function createMemoryRateLimiter(maxWindows = MEMORY_WINDOWS): RateLimite
  * its limit; else each is incremented, and given its window's expiry on the first hit. Returns the
  * verdict (1 or 0), then each counter and its PTTL.
  */
-const HIT = `local n = #KEYS
+export const HIT = `local n = #KEYS
 local allowed = 1
 for i = 1, n do
   local count = tonumber(redis.call("GET", KEYS[i]) or "0")

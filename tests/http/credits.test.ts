@@ -3,7 +3,7 @@
 // redis-server spending exactly a key's credits over 100 concurrent requests.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { cliWithStore, runCli } from "../helpers/cli.ts";
-import { type RedisServer, startRedis } from "../helpers/redis.ts";
+import { type RedisServer, redisCommand, startRedis } from "../helpers/redis.ts";
 import { gql, type ServerProcess, startServer } from "../helpers/server.ts";
 import { createRemoteBackend } from "../../lib/client/remote.ts";
 
@@ -107,7 +107,7 @@ describe("two servers on one Redis", () => {
     await redis?.destroy();
   });
 
-  it("a key of 30 credits gets exactly 30 answers of 200 over 100 concurrent requests; the record then says 0", async () => {
+  it("a key of 30 credits gets exactly 30 answers of 200 over 100 concurrent requests; with a limit of 20 a minute, 20 and 10 credits left", async () => {
     const made = await runCli(["apikey", "--create", "--name", "shared", "-r", "VIEWER", "--credits", "30", "--json", "--store", redis.url]);
     expect(made.code, made.stderr).toBe(0);
     const { key } = created(made.stdout);
@@ -117,8 +117,17 @@ describe("two servers on one Redis", () => {
     expect(statuses.filter((s) => s === 200)).toHaveLength(30);
     expect(statuses.filter((s) => s === 429)).toHaveLength(70);
     expect(answers.find((a) => a.status === 429)!.body.errors[0].extensions.code).toBe("USAGE_EXCEEDED");
+    // A key with a rate limit too: both are counted in one script, and a request the limit refuses costs no credit.
+    const both = created((await runCli(["apikey", "--create", "--name", "both", "-r", "VIEWER", "--credits", "30", "--rate-limit", "20/1m", "--json", "--store", redis.url])).stdout);
+    const evals = async () => Number(/cmdstat_eval:calls=(\d+)/.exec(await redisCommand(redis.port, "INFO commandstats"))?.[1] ?? 0);
+    const before = await evals();
+    const mixed = await Promise.all(Array.from({ length: 100 }, (_, i) => gql(servers[i % 2].url, ME, { key: both.key })));
+    expect((await evals()) - before).toBe(100); // one script per request for both
+    expect(mixed.filter((a) => a.status === 200)).toHaveLength(20);
+    expect(new Set(mixed.filter((a) => a.status === 429).map((a) => a.body.errors[0].extensions.code))).toEqual(new Set(["RATE_LIMITED"]));
     await Promise.all(servers.splice(0).map((s) => s.stop()));
-    const listed = JSON.parse((await runCli(["apikey", "--list", "--json", "--store", redis.url])).stdout).keys[0];
-    expect(listed.credits).toEqual({ remaining: 0 });
+    const listed = JSON.parse((await runCli(["apikey", "--list", "--json", "--store", redis.url])).stdout).keys;
+    expect(listed.find((k: { name: string }) => k.name === "shared").credits).toEqual({ remaining: 0 });
+    expect(listed.find((k: { name: string }) => k.name === "both").credits).toEqual({ remaining: 10 });
   });
 });

@@ -354,7 +354,7 @@ export async function openRedisBackend(url: string, options: RedisBackendOptions
     atomic,
     audit,
     rateLimiter,
-    creditCounter: createRedisCreditCounter(client, (id) => redisKey(`credits:${id}`), (error) => failure(error ?? outOfStep())),
+    creditCounter: createRedisCreditCounter(client, (id) => redisKey(`credits:${id}`), (error) => failure(error ?? outOfStep()), (id, ms) => redisKey(`ratelimit:${id}:${ms}`)),
     dispose: async () => {
       client.disconnect();
     },
