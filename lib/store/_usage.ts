@@ -81,7 +81,10 @@ export function createUsage(ctx: StoreContext, deps: UsageDeps, recorderOptions:
       if (later) next.lastUsedAt = iso(at);
       if (adds) next.usage = counted(record.usage, days, now());
       if (credits) next.credits = credits;
-      await storage.setItem(`keys:${id}`, next);
+      await storage.setItem(`keys:${id}`, next).catch((error: unknown) => {
+        if (credits) deps.creditCounter.unwritten?.(id); // its spends go with the next write
+        throw error;
+      });
     });
   };
 

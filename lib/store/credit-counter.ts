@@ -30,6 +30,8 @@ export interface CreditCounter {
   spend(keyId: string, credits: StoredCredits, now: number): MaybePromise<CreditVerdict>;
   /** Credits left at `now` without taking one (a verification its rate limit refused). */
   peek(keyId: string, credits: StoredCredits, now: number): MaybePromise<number>;
+  /** The write of what `persist` gave failed: what it carried is still to be written. */
+  unwritten?(keyId: string): void;
   /** Rate limits and then a credit in one step (Redis: one script), where the counter can; else the caller does both. */
   spendLimited?(keyId: string, limits: readonly RateLimit[], credits: StoredCredits, now: number): Promise<{ rate: RateVerdict; credit: CreditVerdict | null }>;
   /** The credits the record (now holding `stored`) should hold once this key's use is written; undefined: as they are. */
@@ -45,6 +47,8 @@ interface Count {
   remaining: number;
   /** Spent since the last write. */
   spent: number;
+  /** Spent before the write in progress (given back to `spent` if it fails). */
+  writing?: number;
 }
 
 /** Keys whose count a process keeps; beyond that the least recently used is written no more and read afresh. */
@@ -78,6 +82,10 @@ export function createMemoryCreditCounter(maxCounts = MEMORY_COUNTS): CreditCoun
       count.spent++;
       return { allowed: true, remaining: count.remaining };
     },
+    unwritten(keyId) {
+      const count = counts.get(keyId);
+      if (count?.writing) Object.assign(count, { spent: count.spent + count.writing, writing: 0 });
+    },
     peek(keyId, credits, now) {
       const count = counts.get(keyId);
       if (!count || count.setAt !== credits.setAt) return creditsAt(credits, now).remaining;
@@ -97,7 +105,7 @@ export function createMemoryCreditCounter(maxCounts = MEMORY_COUNTS): CreditCoun
       // Same period: subtract this process's spends; this process refilled first: its count starts from the refill.
       const base = period < count.period ? stored.refill?.amount ?? stored.remaining : current.remaining;
       const remaining = Math.max(0, base - count.spent);
-      Object.assign(count, { remaining, spent: 0 });
+      Object.assign(count, { remaining, spent: 0, writing: count.spent });
       return { ...stored, remaining, ...(stored.refill ? { refilledAt: new Date(count.period).toISOString() } : {}) };
     },
   };

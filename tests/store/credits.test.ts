@@ -155,6 +155,27 @@ describe.each(Object.keys(backends))("credits on %s", (name) => {
   });
 });
 
+describe("a failed write of the count", () => {
+  it("keeps the spends it carried for the next write (files and memory)", async () => {
+    const storage = createStorage();
+    let failing = false;
+    const setItem = storage.setItem.bind(storage);
+    storage.setItem = (async (key: string, value: unknown) => {
+      if (failing && key.startsWith("keys:")) throw Object.assign(new Error("disk full"), { code: "ENOSPC" });
+      return setItem(key, value as never);
+    }) as typeof storage.setItem;
+    const store = createKeyStore({ storage });
+    const { key, id } = await store.create(input("flaky", { credits: { remaining: 5 } }));
+    expect(await codes(store, key, 2)).toEqual([["VALID", 4], ["VALID", 3]]);
+    failing = true;
+    await expect(store.recordUse(new Map([[id, Date.now()]]))).rejects.toThrow();
+    failing = false;
+    expect(await codes(store, key, 1)).toEqual([["VALID", 2]]);
+    await store.recordUse(new Map([[id, Date.now()]]));
+    expect((await store.get(id))?.credits).toEqual({ remaining: 2 }); // 5 - 2 - 1: none lost
+  });
+});
+
 describe("the values people type", () => {
   it("--credits takes 0 to 1,000,000,000; --refill n/day or n/month with n at least 1", () => {
     expect(parseCredits("0")).toBe(0);
