@@ -9,7 +9,7 @@ import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import {
-  hasTaskset, killChildrenOnExit, load, median, post, ROOT, seed, spread, startBare, startMercurius, startService,
+  hasTaskset, killChildrenOnExit, load, median, post, ROOT, seed, spread, startBare, startMercurius, startServer, startService,
 } from "./_lib.mjs";
 import { scanBench } from "./scan.mjs";
 
@@ -111,6 +111,9 @@ async function service() {
   const small = join(work, "svc-small"), big = join(work, "svc-big");
   const [key] = await seed(small, 10);
   const [bigKey] = await seed(big, P.big);
+  // A key with a rate limit and credits (never reached in a run), beside the plain `key`: the price of counting both.
+  const controlled = JSON.parse((await run(process.execPath, [CLI, "apikey", "--create", "--name", "controlled", "--roles", "VIEWER",
+    "--rate-limit", "1000000/1s", "--credits", "1000000000", "--json", "--store", small], { env: { ...process.env, LOG_LEVEL: "" } })).stdout);
   // As shipped: LOG_LEVEL unset is info (one access line per request on stderr, drained from a pipe)
   // and the Prometheus metrics are always on. `warn` differs only by the access log.
   const servers = {
@@ -121,6 +124,8 @@ async function service() {
     // Last-use recording is on by default: the same service with it off, to price it.
     nouse: { start: () => startService(small, { env: { LOG_LEVEL: "", SERVICE_API_LAST_USE: "off" } }), secret: key.key },
     big: { start: () => startService(big, { env: { LOG_LEVEL: "" } }), secret: bigKey.key, only: "me" },
+    // The same server, asked with the key that has a rate limit and credits.
+    controls: { start: () => startService(small, { env: { LOG_LEVEL: "" } }), secret: controlled.key, only: "me" },
   };
   const running = async (names, use) => {
     const started = await Promise.all(names.map((name) => servers[name].start()));
@@ -180,6 +185,9 @@ async function service() {
     report(`last-use recording on (default) vs off, ${label(q)} (server CPU per request)`, cpu(q, "service"), cpu(q, "nouse"), ratio(q, "service", "nouse", "cpuUs"), "<=1.05",
       `req/s ${ratio(q, "service", "nouse", "rps").toFixed(2)}x`);
   }
+  report(`a key with a rate limit and credits vs one without, ${label("me")}, files store (server CPU per request)`, cpu("me", "controls"), cpu("me", "service"),
+    ratio("me", "controls", "service", "cpuUs"), "<=1.10", `req/s ${ratio("me", "controls", "service", "rps").toFixed(2)}x; memory stores count in the same in-process counters`);
+  await memoryControls(loadOn);
   report(`service with ${P.big} keys vs 10 keys (req/s)`, rps("me", "big"), rps("me", "service"), ratio("me", "big", "service", "rps"), ">=0.83",
     `CPU per request ${ratio("me", "big", "service", "cpuUs").toFixed(2)}x`);
 
@@ -192,6 +200,34 @@ async function service() {
   const [ks, kh] = [peakRssKb(sm.pid), peakRssKb(hu.pid)];
   report(`service peak RSS with ${P.huge} keys vs 10 keys`, `${(kh / 1024).toFixed(0)} MiB`, `${(ks / 1024).toFixed(0)} MiB`, kh / ks, null, "after the same load");
   await Promise.all([sm.stop(), hu.stop()]);
+}
+
+/**
+ * The same pair on a memory store: one server process (bench/memory-server.mjs) answering both keys in
+ * alternation, so the two sides share a process and only the counting differs.
+ */
+async function memoryControls(loadOn) {
+  let secrets = null;
+  const server = await startServer(() => [join(ROOT, "bench/memory-server.mjs")], {
+    portFromStdout: true,
+    env: { LOG_LEVEL: "" },
+    onStdout: (d) => { for (const line of String(d).split("\n")) if (line.startsWith("{")) secrets = JSON.parse(line); },
+  });
+  try {
+    while (!secrets) await new Promise((r) => setTimeout(r, 20));
+    const r = { plain: [], controls: [] };
+    for (const side of ["plain", "controls"]) await loadOn({ ...server, secret: secrets[side] }, "me", 1);
+    for (let i = 0; i < P.rounds; i++) {
+      for (const side of i % 2 ? ["controls", "plain"] : ["plain", "controls"]) {
+        r[side].push(await loadOn({ ...server, secret: secrets[side] }, "me", Math.max(1, Math.round(P.duration / 2))));
+      }
+    }
+    const cpu = (side) => r[side].map((x) => x.cpuUs);
+    report("a key with a rate limit and credits vs one without, `{ me { id name } }`, memory store (server CPU per request)",
+      spread(cpu("controls"), 1, " µs"), spread(cpu("plain"), 1, " µs"), median(cpu("controls")) / median(cpu("plain")), "<=1.10", "one server process, the two keys alternated");
+  } finally {
+    await server.stop();
+  }
 }
 
 const peakRssKb = (pid) => Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? NaN);

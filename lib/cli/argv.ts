@@ -139,6 +139,9 @@ function flagsOf(options: Record<string, unknown>, typed: Map<string, string[]>,
     if (given === undefined) continue;
     // A negation (`--no-rate-limit`) delivers under the key of the flag it negates: only its `false` is its own.
     if (long.startsWith("no-") && given !== false && flags[key] !== undefined) continue;
+    if (long.startsWith("no-") && typed.get(long.slice(3))?.length && [given].flat().includes(false)) {
+      throw new ServiceError("USAGE", `--${long.slice(3)} and --${long} contradict each other: give one`);
+    }
     const values = takesValue && !def.numeric ? typed.get(long) ?? [] : [given].flat();
     if (takesValue && values.length > 1) throw new ServiceError("USAGE", `--${long} was given more than once`);
     // `[value]` (an option that has a negation too, which cac cannot give a required value) typed last, bare.

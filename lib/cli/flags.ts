@@ -8,6 +8,8 @@ import { ServiceError } from "../core/errors.ts";
 import { redactSecrets } from "../core/secret.ts";
 import { expiryFrom, parseGrace, parseSince } from "../core/lifecycle.ts";
 import { parseRateLimits, type RateLimit } from "../core/rate-limits.ts";
+import type { Credits } from "../core/credits.ts";
+import { creditsFrom } from "./credits.ts";
 
 /** The flags of `service-api apikey`, as strings after parsing. */
 export interface ApikeyFlags {
@@ -81,6 +83,10 @@ export interface ApikeyFlags {
   usage?: boolean;
   /** create, update: `n/duration[,...]`; false with `--no-rate-limit` (update: no limits any more); cac sets true otherwise. */
   rateLimit?: string | boolean;
+  /** create, update: the credits (`--credits <n>`); false with `--no-credits` (update: none any more). */
+  credits?: string | boolean;
+  /** with --credits: `n/day` or `n/month`. */
+  refill?: string;
 }
 
 export const MODES = ["create", "delete", "update", "rotate", "list", "audit", "usage", "export", "import", "scan"] as const;
@@ -88,13 +94,13 @@ export type Mode = (typeof MODES)[number];
 
 /**
  * The flags each mode takes (camelCase, as cac delivers them); --json, --store and --url go with all.
- * `noExpiry` stands for `--no-expiry`, which cac delivers as `expiry: false`; `noRateLimit` likewise.
+ * `noExpiry` stands for `--no-expiry`, which cac delivers as `expiry: false`; `noRateLimit` and `noCredits` likewise.
  */
 const MODE_FLAGS: Record<Mode, readonly string[]> = {
-  create: ["name", "description", "roles", "permissions", "overwrite", "ifNotExists", "output", "force", "format", "expiresIn", "expiresAt", "grace", "label", "preset", "dryRun", "rateLimit"],
+  create: ["name", "description", "roles", "permissions", "overwrite", "ifNotExists", "output", "force", "format", "expiresIn", "expiresAt", "grace", "label", "preset", "dryRun", "rateLimit", "credits", "refill"],
   delete: ["name", "id", "ifExists", "expired", "retiredRetention"],
   list: ["filter", "limit"],
-  update: ["name", "id", "description", "roles", "permissions", "rename", "expiresIn", "expiresAt", "noExpiry", "label", "unlabel", "disable", "enable", "reason", "preset", "dryRun", "rateLimit", "noRateLimit"],
+  update: ["name", "id", "description", "roles", "permissions", "rename", "expiresIn", "expiresAt", "noExpiry", "label", "unlabel", "disable", "enable", "reason", "preset", "dryRun", "rateLimit", "noRateLimit", "credits", "refill", "noCredits"],
   audit: ["since", "limit"],
   export: ["output", "force", "withAudit"],
   import: ["dryRun", "onConflict"],
@@ -110,12 +116,14 @@ const kebab = (flag: string) => `--${flag.replace(/[A-Z]/g, (c) => `-${c.toLower
  * that does not apply is an error, never silently ignored (`--list --name x` must not list every key).
  */
 export function chooseMode(given: ApikeyFlags): Mode {
-  const { expiry, rateLimit, ...rest } = given;
-  const flags: ApikeyFlags & { noExpiry?: boolean; noRateLimit?: boolean } = {
+  const { expiry, rateLimit, credits, ...rest } = given;
+  const flags: ApikeyFlags & { noExpiry?: boolean; noRateLimit?: boolean; noCredits?: boolean } = {
     ...rest,
     noExpiry: expiry === false || undefined,
     noRateLimit: rateLimit === false || undefined,
     rateLimit: typeof rateLimit === "string" ? rateLimit : undefined,
+    noCredits: credits === false || undefined,
+    credits: typeof credits === "string" ? credits : undefined,
   };
   const modes = MODES.filter((mode) => flags[mode]);
   if (modes.length !== 1) {
@@ -179,6 +187,8 @@ export interface LifecycleValues {
   limit?: number;
   /** create, update --rate-limit; update --no-rate-limit: []. */
   rateLimits?: RateLimit[];
+  /** create, update --credits [--refill]; update --no-credits: null. */
+  credits?: Credits | null;
 }
 
 /**
@@ -199,5 +209,6 @@ export function lifecycleValues(flags: ApikeyFlags, now: number): LifecycleValue
     since: flags.since === undefined ? undefined : parseSince(flags.since, now),
     limit: limit === undefined ? undefined : Number(limit),
     rateLimits: typeof flags.rateLimit === "string" ? parseRateLimits(flags.rateLimit) : flags.rateLimit === false ? [] : undefined,
+    credits: creditsFrom(flags),
   };
 }

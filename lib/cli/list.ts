@@ -7,6 +7,7 @@ import { type ApiKeyInfo, permissionPairs } from "../core/model.ts";
 import { keyState, untilOf } from "../core/lifecycle.ts";
 import { formatLabels } from "../core/labels.ts";
 import { formatRateLimits } from "../core/rate-limits.ts";
+import { formatCredits } from "../core/credits.ts";
 import { type Column, renderLines, renderTable } from "./table.ts";
 
 /** "2025-01-31T12:34:56.789Z" -> "2025-01-31 12:34" (UTC, as stored): the list and the delete screen. */
@@ -60,6 +61,7 @@ export function listColumns(now: number, keys: readonly ApiKeyInfo[] = []): Colu
     { header: "DESCRIPTION", cell: (k) => k.description ?? "", min: 4, soft: 12, first: true, dropOrder: 2, dropLate: true },
     { header: "LABELS", cell: (k) => formatLabels(k.labels), min: 4, soft: 12, first: true, dropOrder: 2 },
     { header: "RATE LIMITS", cell: (k) => formatRateLimits(k.rateLimits), min: 4, soft: 10, first: true, dropOrder: 2 },
+    { header: "CREDITS", cell: (k) => formatCredits(k.credits), min: 4, soft: 10, first: true, dropOrder: 2 },
   ];
 }
 
@@ -78,6 +80,7 @@ export function listFields(now: number): ((key: ApiKeyInfo) => string)[] {
     (k) => keyState(k, now),
     (k) => formatLabels(k.labels),
     (k) => formatRateLimits(k.rateLimits),
+    (k) => formatCredits(k.credits),
   ];
 }
 
@@ -102,7 +105,9 @@ export function listTable(keys: ApiKeyInfo[], columns: number, now = Date.now())
   // The LABELS column only when some key has labels: most stores have none, and the room goes to the rest.
   const labelled = keys.some((key) => key.labels);
   const limited = keys.some((key) => key.rateLimits);
-  const shown = (header: string) => (header !== "LABELS" || labelled) && (header !== "RATE LIMITS" || limited);
+  const capped = keys.some((key) => key.credits);
+  const shown = (header: string) =>
+    (header !== "LABELS" || labelled) && (header !== "RATE LIMITS" || limited) && (header !== "CREDITS" || capped);
   return renderTable(listColumns(now, keys).filter((column) => shown(column.header)), keys, columns);
 }
 

@@ -6,10 +6,16 @@ import * as v from "valibot";
 import type { KeyUsage, KeyVerification, Permission, Role, VerificationCode } from "../core/model.ts";
 import { VERIFICATION_CODES } from "../core/model.ts";
 import type { VerifyOptions } from "../store/types.ts";
+import { type Credits, REFILL_INTERVALS } from "../core/credits.ts";
 import type { Client } from "./client.ts";
 import { ServerText } from "./_untrusted.ts";
 
 const Count = v.pipe(v.number(), v.safeInteger(), v.minValue(0));
+/** A key's credits as the service sends them (`ApiKey.credits`), in the store's shape (no null refill). */
+export const CreditsSchema = v.pipe(
+  v.object({ remaining: Count, refill: v.nullish(v.object({ amount: Count, interval: v.picklist(REFILL_INTERVALS) })) }),
+  v.transform(({ remaining, refill }): Credits => (refill ? { remaining, refill } : { remaining })),
+);
 const UsageSchema = v.object({
   apiKey: v.nullable(v.object({
     usage: v.nullable(v.object({ total: Count, days: v.array(v.object({ date: v.pipe(ServerText, v.isoDate()), count: Count })) })),

@@ -13,9 +13,9 @@ import { ServiceError } from "../core/errors.ts";
 import { type Client, ClientError, createClient } from "./client.ts";
 import * as v from "valibot";
 import { ServerText, untrustedText } from "./_untrusted.ts";
-import { remoteUsage } from "./_usage.ts";
+import { CreditsSchema, remoteUsage } from "./_usage.ts";
 
-const FIELDS = "id name description roles createdAt permissions { resource actions } expiresAt lastUsedAt graceUntil labels { key value } disabled disabledReason rateLimits { limit durationMs }";
+const FIELDS = "id name description roles createdAt permissions { resource actions } expiresAt lastUsedAt graceUntil labels { key value } disabled disabledReason rateLimits { limit durationMs } credits { remaining refill { amount interval } }";
 const EVENT_FIELDS = "at action id name actor { kind user host id name } changed replaced";
 /** Events asked for in one `auditLog` answer: about 250 KB of JSON, and 1.2 MB at most, well under the client's 4 MiB. */
 const AUDIT_PAGE = 1_000;
@@ -40,9 +40,10 @@ const RawKeySchema = v.object({
   disabled: v.nullish(v.boolean()),
   disabledReason: v.nullish(ServerText),
   rateLimits: v.nullish(v.array(v.object({ limit: v.number(), durationMs: v.number() }))),
+  credits: v.nullish(CreditsSchema),
 });
 type Nullable<T, K extends keyof T> = Omit<T, K> & { [P in K]?: T[P] | null };
-type RawKey = Nullable<Omit<ApiKeyInfo, "labels" | "disabled">, "description" | "expiresAt" | "lastUsedAt" | "graceUntil" | "disabledReason" | "rateLimits"> & {
+type RawKey = Nullable<Omit<ApiKeyInfo, "labels" | "disabled">, "description" | "expiresAt" | "lastUsedAt" | "graceUntil" | "disabledReason" | "rateLimits" | "credits"> & {
   labels?: { key: string; value: string }[] | null;
   disabled?: boolean | null;
 };
@@ -53,9 +54,7 @@ const labelList = (labels: Record<string, string> | undefined) =>
 const asRawKey = (key: v.InferOutput<typeof RawKeySchema>) => key as RawKey;
 const ListSchema = v.object({ apiKeys: v.array(v.pipe(RawKeySchema, v.transform(asRawKey))) });
 const UpdateSchema = v.object({ apiKey: v.object({ update: v.pipe(RawKeySchema, v.transform(asRawKey)) }) });
-const CreateSchema = v.object({
-  apiKey: v.object({ create: v.object({ ...RawKeySchema.entries, key: ServerText }) }),
-});
+const CreateSchema = v.object({ apiKey: v.object({ create: v.object({ ...RawKeySchema.entries, key: ServerText }) }) });
 const RotateSchema = v.object({
   apiKey: v.object({ rotate: v.object({ ...RawKeySchema.entries, key: ServerText }) }),
 });
@@ -79,7 +78,7 @@ const EventSchema = v.object({
 const AuditSchema = v.object({ auditLog: v.array(EventSchema) });
 
 /** The store's shape, field order included (GraphQL gives `null` for absent fields; the store leaves them out). */
-function toInfo({ id, name, description, roles, permissions, createdAt, expiresAt, lastUsedAt, graceUntil, labels, disabled, disabledReason, rateLimits }: RawKey): ApiKeyInfo {
+function toInfo({ id, name, description, roles, permissions, createdAt, expiresAt, lastUsedAt, graceUntil, labels, disabled, disabledReason, rateLimits, credits }: RawKey): ApiKeyInfo {
   return {
     id,
     name,
@@ -93,6 +92,7 @@ function toInfo({ id, name, description, roles, permissions, createdAt, expiresA
     ...(labels?.length ? { labels: Object.fromEntries(labels.map(({ key, value }) => [key, value])) } : {}),
     ...(disabled ? { disabled: true as const, ...(disabledReason ? { disabledReason } : {}) } : {}),
     ...(rateLimits?.length ? { rateLimits } : {}),
+    ...(credits ? { credits } : {}),
   };
 }
 
@@ -165,7 +165,7 @@ export function createRemoteBackend(options: RemoteBackendOptions | { client: Cl
             overwrite,
             expiresAt: input.expiresAt,
             labels: labelList(input.labels),
-            rateLimits: input.rateLimits,
+            rateLimits: input.rateLimits, credits: input.credits,
             // Durations are whole seconds (45s, 30m, ...); a fraction is rounded up, never cut short.
             graceSeconds: graceMs === undefined ? undefined : Math.ceil(graceMs / 1000),
           },

@@ -32,6 +32,7 @@ export const ACTIONS = [
 export type AuthAction = (typeof ACTIONS)[number];
 
 import type { RateLimit } from "./rate-limits.ts";
+import type { Credits, StoredCredits } from "./credits.ts";
 
 /** The actions granted on one resource. */
 export interface Permission {
@@ -61,6 +62,8 @@ export interface ApiKeyInfo {
   disabledReason?: string;
   /** At most `limit` requests per `durationMs`, each (see lib/core/rate-limits.ts); absent: no limit. */
   rateLimits?: RateLimit[];
+  /** Requests it may still make, and their refill (see lib/core/credits.ts); absent: no cap. */
+  credits?: Credits;
 }
 
 /** A key as persisted: its public fields plus the SHA-256 (hex) of its secret, and its use counts. */
@@ -68,6 +71,7 @@ export interface StoredKey extends ApiKeyInfo {
   hash: string;
   /** Requests the key authenticated: in all, and per UTC day (`YYYY-MM-DD`) for the last 30 days. */
   usage?: { total: number; days: Record<string, number> };
+  credits?: StoredCredits;
 }
 
 /** How much a key was used: `days` holds the UTC days of the last 30 with a use, oldest first. */
@@ -76,7 +80,7 @@ export interface KeyUsage {
   days: { date: string; count: number }[];
 }
 
-/** What `verifyDetailed` says of a secret (Unkey's codes; RATE_LIMITED and USAGE_EXCEEDED are not given yet). */
+/** What `verifyDetailed` says of a secret (Unkey's codes). */
 export const VERIFICATION_CODES = ["VALID", "NOT_FOUND", "EXPIRED", "DISABLED", "RATE_LIMITED", "USAGE_EXCEEDED", "INSUFFICIENT_PERMISSIONS"] as const;
 export type VerificationCode = (typeof VERIFICATION_CODES)[number];
 
@@ -90,9 +94,9 @@ export interface KeyVerification {
   roles: Role[] | null;
   permissions: Permission[] | null;
   expiresAt: string | null;
-  /** Credits left; null: the key has no credit limit. */
+  /** Credits left after this use; null: the key has no credit limit. */
   credits: number | null;
-  /** The key's rate limits; null: none. */
+  /** The key's rate limits after this use (`reset`: when the window ends, ISO 8601); null: none. */
   ratelimits: { name: string; limit: number; remaining: number; reset: string; exceeded: boolean }[] | null;
 }
 
@@ -108,6 +112,8 @@ export interface CreateKeyInput {
   labels?: Record<string, string>;
   /** Rate limits (see lib/core/rate-limits.ts); absent or []: none. */
   rateLimits?: RateLimit[];
+  /** Credits (see lib/core/credits.ts); absent: none. */
+  credits?: Credits;
 }
 
 /** The fields an update may change; `expiresAt: null` removes an expiry. */
@@ -125,6 +131,8 @@ export interface KeyPatch {
   disabledReason?: string;
   /** The whole new set of rate limits; `[]` removes them all. */
   rateLimits?: RateLimit[];
+  /** New credits (the count set anew); null removes them. */
+  credits?: Credits | null;
 }
 
 /** Who made a change: a person at this host (the CLI, the library) or the key that called the service. */
@@ -148,7 +156,7 @@ export interface AuditEvent {
   id: string;
   name: string;
   actor: Actor;
-  /** update, disable, enable: the fields it changed (`name`, `description`, `roles`, `permissions`, `expiresAt`, `labels`, `disabled`, `disabledReason`, `rateLimits`). */
+  /** update, disable, enable: the fields it changed (`name`, `description`, `roles`, `permissions`, `expiresAt`, `labels`, `disabled`, `disabledReason`, `rateLimits`, `credits`). */
   changed?: string[];
   /** overwrite: the id of the key it replaced. */
   replaced?: string;

@@ -7,7 +7,7 @@ import { ACTIONS, type Actor, type ApiKeyInfo, type AuthAction, type KeyPatch, t
 import { ServiceError } from "../core/errors.ts";
 import { DescriptionSchema, NameSchema, parseCreateInput, parseInput, PermissionsSchema, RolesSchema } from "../core/input.ts";
 import { checkLabels } from "../core/labels.ts";
-import { checkRateLimits } from "../core/rate-limits.ts";
+import { controlsOf, controlsPatch } from "./credits.ts";
 import { parseFilter } from "../core/filter.ts";
 import { pageSize, parseCursor } from "../core/paging.ts";
 import { pageKeys } from "../store/paging.ts";
@@ -184,7 +184,7 @@ export const API_KEY_MUTATIONS: Readonly<Record<string, Rule>> = {
       // The store checks expiresAt (future, at most 3650 days away), naming the field in its message.
       const expiry = input.expiresAt == null ? {} : { expiresAt: input.expiresAt as string };
       const labels = input.labels == null ? {} : { labels: checkLabels(input.labels) };
-      const limits = input.rateLimits == null ? {} : { rateLimits: checkRateLimits(input.rateLimits) };
+      const limits = controlsOf(input); // rate limits and credits
       return store.create({ ...parsed, ...expiry, ...labels, ...limits }, { overwrite: Boolean(input.overwrite), graceMs, actor: actorOf(key) });
     },
   },
@@ -201,7 +201,7 @@ export const API_KEY_MUTATIONS: Readonly<Record<string, Rule>> = {
       // null removes the expiry; a time is checked by the store like on create.
       if (input.expiresAt !== undefined) patch.expiresAt = input.expiresAt;
       if (input.labels != null) patch.labels = checkLabels(input.labels) ?? {};
-      if (input.rateLimits != null) patch.rateLimits = checkRateLimits(input.rateLimits);
+      Object.assign(patch, controlsPatch(input)); // rate limits and credits
       if (input.disabled != null) patch.disabled = input.disabled;
       if (input.disabledReason != null) patch.disabledReason = input.disabledReason; // checked by the store
       noEscalation(key, current);

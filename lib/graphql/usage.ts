@@ -6,6 +6,7 @@
 import { VERIFICATION_CODES } from "../core/model.ts";
 import { parseInput, PermissionsSchema } from "../core/input.ts";
 import type { KeyStore } from "../store/key-store.ts";
+import { CREDITS_SDL } from "./credits.ts";
 
 /** What these resolvers need of the request's context (a part of fields.ts's `GraphQLContext`). */
 type StoreContext = { store: KeyStore; seen?: (id: string) => void };
@@ -33,7 +34,7 @@ type KeyUsageDay {
   count: Int!
 }
 
-"Why verifyApiKey accepted or refused a key. RATE_LIMITED and USAGE_EXCEEDED are not given by this version."
+"Why verifyApiKey accepted or refused a key."
 enum KeyVerificationCode { ${VERIFICATION_CODES.join(" ")} }
 
 "One rate limit of a key, as verifyApiKey reports it."
@@ -57,9 +58,9 @@ type KeyVerification {
   "The key's explicit permissions (its roles add more)."
   permissions: [Permission!]
   expiresAt: String
-  "Credits left; null: the key has no credit limit."
+  "Credits left after this use; null: the key has no credits (no cap)."
   credits: Int
-  "The key's rate limits; null: none."
+  "Each rate limit of the key after this use; null: none."
   ratelimits: [KeyRatelimit!]
 }
 
@@ -71,10 +72,10 @@ extend input UpdateApiKeyInput {
 }
 
 extend type Query {
-  "Whether key is a working API key holding permissions (its roles count), for a service that is not this one. Counts as the use of the key verified (last use, usage), not of the caller's. code: VALID, NOT_FOUND (never issued, revoked or replaced), EXPIRED, DISABLED or INSUFFICIENT_PERMISSIONS."
+  "Whether key is a working API key holding permissions (its roles count), for a service that is not this one. Counts as the use of the key verified (last use, usage, its rate limits, one of its credits), not of the caller's. code: VALID, NOT_FOUND (never issued, revoked or replaced), EXPIRED, DISABLED, INSUFFICIENT_PERMISSIONS (counts no rate limit nor credit), RATE_LIMITED (a rate limit of the key is full; no credit taken) or USAGE_EXCEEDED (no credit left)."
   verifyApiKey(key: String!, permissions: [AddPermissionInput!]): KeyVerification!
 }
-`;
+${CREDITS_SDL}`;
 
 /** The rules of the `Query` fields above. Never remembered by the answer cache (not keyOnly): each call is a use. */
 export const USAGE_QUERY = {

@@ -19,8 +19,9 @@ import { createOutageTracker } from "./outage.ts";
 import { createAnswerCache } from "./answer-cache.ts";
 import { createGraphQLRoute } from "./route.ts";
 import { startLastUse } from "./last-use.ts";
-import { limited } from "./rate-limit.ts";
+import { controlled } from "./credits.ts";
 import { createMemoryRateLimiter } from "../store/rate-limiter.ts";
+import { createMemoryCreditCounter } from "../store/credit-counter.ts";
 import {
   createErrorFormatter,
   errorResponse,
@@ -72,6 +73,7 @@ function graphqlEndpoint({ options, outage, lastUse, onError, failure }: Endpoin
   const { store, observer } = options;
   const verify = store.verifyNow?.bind(store) ?? ((secret: string) => store.verify(secret));
   const limiter = store.rateLimiter ?? createMemoryRateLimiter();
+  const credits = store.creditCounter ?? createMemoryCreditCounter();
   const limit = options.maxBodyBytes ?? MAX_BODY_BYTES;
   const answers = createAnswerCache();
   const cors = createCors(options.corsOrigins);
@@ -112,9 +114,9 @@ function graphqlEndpoint({ options, outage, lastUse, onError, failure }: Endpoin
       if (!key) return refused(request, secret); // only now, for the message: a second read, never a write
       lastUse?.seen(key.id); // remembered answers included: the key authenticated this request
       trace.key = key;
-      // Only a key with limits is counted: one without costs nothing more.
-      if (!key.rateLimits) return proceed(request, secret, key, mediaType, trace);
-      return limited(limiter, key, Date.now(), () => proceed(request, secret, key, mediaType, trace));
+      // Only a key with limits or credits is counted: one without costs nothing more.
+      if (!key.rateLimits && !key.creditState) return proceed(request, secret, key, mediaType, trace);
+      return controlled(limiter, credits, key, Date.now(), () => proceed(request, secret, key, mediaType, trace));
     });
   };
 

@@ -2,6 +2,7 @@
  * Creating a key, and replacing one (`overwrite`, with or without a grace period): the record and secret
  * entry first, then the event, then the commit point on the name (see the top of key-store.ts).
  */
+import { storedCredits } from "../core/credits.ts";
 import type { CreatedKey, CreateKeyInput, StoredKey } from "../core/model.ts";
 import { ServiceError } from "../core/errors.ts";
 import { isKeyId } from "../core/input.ts";
@@ -81,6 +82,7 @@ async function writeRecord(ctx: StoreContext, input: CreateKeyInput): Promise<{ 
     ...(input.expiresAt ? { expiresAt: input.expiresAt } : {}),
     ...(input.labels ? { labels: { ...input.labels } } : {}),
     ...(input.rateLimits?.length ? { rateLimits: input.rateLimits.map((l) => ({ ...l })) } : {}),
+    ...(input.credits ? { credits: storedCredits(input.credits, now()) } : {}),
     hash: sha256Hex(secret),
   };
   // They can be written together.

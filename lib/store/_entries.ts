@@ -8,6 +8,7 @@ import { isKeyId } from "../core/input.ts";
 import { sha256Hex } from "../core/secret.ts";
 import { untilOf } from "../core/lifecycle.ts";
 import { isStoredKey } from "./_record.ts";
+import { creditsView } from "../core/credits.ts";
 
 export type Entries = ReturnType<typeof createEntries>;
 
@@ -83,7 +84,7 @@ export function createEntries(storage: Storage, debug: (message: string) => void
 }
 
 /** What callers see of a record: no hash, no use counts (see `usage`), and no grace time on a key that is live again. */
-export const publicView = ({ hash: _hash, usage: _usage, ...info }: StoredKey, graced = false): ApiKeyInfo => {
+export const publicView = ({ hash: _hash, usage: _usage, credits, ...info }: StoredKey, graced = false, now = Date.now()): ApiKeyInfo => {
   if (!graced && info.graceUntil) delete info.graceUntil;
-  return info;
+  return credits ? { ...info, credits: creditsView(credits, now) } : info; // a refill due by `now` shown
 };

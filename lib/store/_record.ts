@@ -5,6 +5,7 @@
  * form), a few microseconds per record; what values are allowed was checked when it was written.
  */
 import type { ApiKeyInfo, StoredKey } from "../core/model.ts";
+import { storedCreditsProblem } from "../core/credits.ts";
 
 const HASH = /^[0-9a-f]{64}$/;
 const isStrings = (value: unknown): value is string[] => Array.isArray(value) && value.every((v) => typeof v === "string");
@@ -30,6 +31,7 @@ export function isStoredKey(value: unknown, id: string): value is StoredKey {
   return value.id === id && typeof name === "string" && (description === undefined || typeof description === "string") &&
     isTime(expiresAt) && isTime(lastUsedAt) && isTime(graceUntil) && (disabled === undefined || disabled === true) &&
     (disabledReason === undefined || typeof disabledReason === "string") && isUsage(value.usage) && isRateLimits(value.rateLimits) &&
+    (value.credits === undefined || storedCreditsProblem(value.credits) === undefined) &&
     (labels === undefined || (isObject(labels) && !Array.isArray(labels) && Object.values(labels).every((v) => typeof v === "string"))) &&
     isStrings(roles) && typeof createdAt === "string" && typeof hash === "string" && HASH.test(hash) &&
     Array.isArray(permissions) && permissions.every((p) => isObject(p) && typeof p.resource === "string" && isStrings(p.actions));

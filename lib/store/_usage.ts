@@ -14,6 +14,9 @@ import { iso, type StoreContext } from "./_context.ts";
 import { publicView } from "./_entries.ts";
 import { createUseRecorder, dayOf, UNWRITTEN, type UseRecorder, type UseRecorderOptions } from "./last-use.ts";
 import type { KeyUse, Refusal, VerifiedKey, VerifyOptions } from "./types.ts";
+import type { RateLimiter } from "./rate-limiter.ts";
+import type { CreditCounter } from "./credit-counter.ts";
+import { controlUse, type UseControls } from "./_controls.ts";
 
 /** How many UTC days of counts a key keeps, today included. */
 export const USAGE_DAYS = 30;
@@ -41,6 +44,8 @@ function counted(usage: StoredKey["usage"], days: Readonly<Record<string, number
 interface UsageDeps {
   verify(secret: string): Promise<VerifiedKey | null>;
   explain(secret: string): Promise<{ why: Refusal; key?: StoredKey }>;
+  rateLimiter: RateLimiter;
+  creditCounter: CreditCounter;
 }
 
 export function createUsage(ctx: StoreContext, deps: UsageDeps, recorderOptions: UseRecorderOptions = {}) {
@@ -69,11 +74,17 @@ export function createUsage(ctx: StoreContext, deps: UsageDeps, recorderOptions:
       if (!record) return; // gone
       const later = Number.isFinite(at) && !(record.lastUsedAt && Date.parse(record.lastUsedAt) >= at);
       const adds = days !== undefined && Object.values(days).some(isCount);
-      if (!later && !adds) return; // a later use is there, and nothing to count
+      // This process's credit count, written with the use: see credit-counter.ts.
+      const credits = record.credits && (await deps.creditCounter.persist(id, record.credits, now()));
+      if (!later && !adds && !credits) return; // a later use is there, and nothing to count
       const next: StoredKey = { ...record };
       if (later) next.lastUsedAt = iso(at);
       if (adds) next.usage = counted(record.usage, days, now());
-      await storage.setItem(`keys:${id}`, next);
+      if (credits) next.credits = credits;
+      await storage.setItem(`keys:${id}`, next).catch((error: unknown) => {
+        if (credits) deps.creditCounter.unwritten?.(id); // its spends go with the next write
+        throw error;
+      });
     });
   };
 
@@ -85,7 +96,7 @@ export function createUsage(ctx: StoreContext, deps: UsageDeps, recorderOptions:
     return { total: record.usage?.total ?? 0, days: days.map(([date, count]) => ({ date, count })) };
   };
 
-  const answer = (code: VerificationCode, key?: ApiKeyInfo): KeyVerification => ({
+  const answer = (code: VerificationCode, key?: ApiKeyInfo, controls?: Omit<UseControls, "code">): KeyVerification => ({
     valid: code === "VALID",
     code,
     id: key?.id ?? null,
@@ -93,8 +104,8 @@ export function createUsage(ctx: StoreContext, deps: UsageDeps, recorderOptions:
     roles: key?.roles ?? null,
     permissions: key?.permissions ?? null,
     expiresAt: key?.expiresAt ?? null,
-    credits: null,
-    ratelimits: null,
+    credits: controls?.credits ?? null,
+    ratelimits: controls?.ratelimits ?? null,
   });
 
   const verifyDetailed = async (secret: string, options: VerifyOptions = {}): Promise<KeyVerification> => {
@@ -110,14 +121,17 @@ export function createUsage(ctx: StoreContext, deps: UsageDeps, recorderOptions:
           recorderOptions.onError?.(error);
         },
       })).seen(key.id);
-      const { validity: _validity, ...info } = key;
+      const { validity: _validity, creditState: _state, ...info } = key;
       const lacking = (options.permissions ?? []).some((p) => p.actions.some((action) => !can(key, p.resource, action)));
-      return answer(lacking ? "INSUFFICIENT_PERMISSIONS" : "VALID", info);
+      if (lacking) return answer("INSUFFICIENT_PERMISSIONS", info); // no use of its limits nor credits
+      const controls = await controlUse(deps.rateLimiter, deps.creditCounter, key, now());
+      return answer(controls.code, info, controls);
     }
     const { why, key: record } = await deps.explain(secret);
     const code = why.reason === "expired" ? "EXPIRED" : why.reason === "disabled" ? "DISABLED" : "NOT_FOUND";
     return answer(code, record && publicView(record));
   };
 
-  return { recordUse, usage, verifyDetailed, close: async () => await recorder?.close() };
+  const counters = { rateLimiter: deps.rateLimiter, creditCounter: deps.creditCounter };
+  return { recordUse, usage, verifyDetailed, counters, close: async () => await recorder?.close() };
 }

@@ -61,6 +61,7 @@ export function createVerifier(options: {
         return null;
       }
       const info: VerifiedKey = { ...publicView(record, until !== Infinity && !!record.graceUntil), validity: `${instance}.${++checks}` };
+      if (record.credits) info.creditState = record.credits; // what the credit counter starts from
       if (cacheSize > 0) verified.set(hash, { info, revision, at: performance.now(), until });
       return info;
     } catch (error) {

@@ -85,7 +85,7 @@ import { createRotate } from "./_rotate.ts";
 import { createTransfer } from "./_transfer.ts";
 import { createRetired, createReuseAudit, DEFAULT_RETIRED_RETENTION_MS } from "./_retired.ts";
 import { createUsage } from "./_usage.ts";
-import { createMemoryRateLimiter } from "./rate-limiter.ts";
+import { settleControls, usageCounters } from "./_credits.ts";
 
 export { type AtomicIndex, createLocalAtomicIndex } from "./atomic.ts";
 import { createLocalAtomicIndex } from "./atomic.ts";
@@ -107,7 +107,7 @@ export type {
 import type { KeyStore, KeyStoreOptions } from "./types.ts";
 
 const REVISION = "meta:revision";
-const UPDATABLE = ["name", "description", "roles", "permissions", "expiresAt", "labels", "disabled", "disabledReason", "rateLimits"] as const;
+const UPDATABLE = ["name", "description", "roles", "permissions", "expiresAt", "labels", "disabled", "disabledReason", "rateLimits", "credits"] as const;
 
 /**
  * Creates a key store over an unstorage `Storage`.
@@ -180,10 +180,10 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
     onRetired: createReuseAudit({ now, debug, append: (key) => audit("reuse", key, { actor: { kind: "key", ...key } }) }),
   });
 
-  const usage = createUsage(ctx, { verify, explain }, options.useRecorder);
+  const usage = createUsage(ctx, { verify, explain, ...usageCounters(options) }, options.useRecorder);
 
   const store: KeyStore = {
-    rateLimiter: options.rateLimiter ?? createMemoryRateLimiter(),
+    ...usage.counters,
 
     create: (input, options) => guard("create a key", () => create(input, options)),
 
@@ -214,7 +214,7 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
           if (patch.description !== undefined && !patch.description) delete next.description;
           if (patch.expiresAt === null) delete next.expiresAt;
           if (patch.labels !== undefined && Object.keys(patch.labels).length === 0) delete next.labels;
-          if (patch.rateLimits?.length === 0) delete next.rateLimits;
+          settleControls(next, patch, now()); // rate limits [] and credits null: none; credits given: a new count
           // Kept only while disabled: `disabled: true` and the reason given with the disable (none given: none kept).
           if (patch.disabled === true && patch.disabledReason === undefined) delete next.disabledReason;
           if (patch.disabled === false) delete next.disabled, delete next.disabledReason;
@@ -245,7 +245,7 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
             throw new ServiceError("NOT_FOUND", `No API key found with id: ${id} (it was replaced or deleted meanwhile)`);
           }
           await bumpRevision();
-          return publicView(next);
+          return publicView(next, false, now());
         });
       }),
 
@@ -253,30 +253,30 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
     get: (id) => guard("read a key", async () => {
       const record = await readRecord(id);
       if (!record) return null;
-      if (await live(record)) return publicView(record);
-      return (await entries.inGrace(record)) ? publicView(record, true) : null;
+      if (await live(record)) return publicView(record, false, now());
+      return (await entries.inGrace(record)) ? publicView(record, true, now()) : null;
     }),
 
     getByName: (name) =>
       guard("read a key", async () => {
         const record = await readRecord(await readId(nameKey(lookupName(name))));
-        return record && publicView(record);
+        return record && publicView(record, false, now());
       }),
 
     list: () =>
       guard("list keys", async () => {
         // A chunk of names at a time, each read in one batch: 10,000 keys never hold up the requests served meanwhile.
-        const found = (await transfer.liveRecords()).map((record) => publicView(record));
-        for (const record of await removals.graced()) found.push(publicView(record, true));
+        const found = (await transfer.liveRecords()).map((record) => publicView(record, false, now()));
+        for (const record of await removals.graced()) found.push(publicView(record, true, now()));
         // ISO timestamps order as plain strings (localeCompare costs ~100 ms over 10,000 keys).
         return found.sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.name.localeCompare(b.name)));
       }),
 
     listPages: async function* () {
       try {
-        for await (const page of transfer.livePages()) yield page.map((record) => publicView(record));
+        for await (const page of transfer.livePages()) yield page.map((record) => publicView(record, false, now()));
         const graced = await removals.graced();
-        if (graced.length) yield graced.map((record) => publicView(record, true));
+        if (graced.length) yield graced.map((record) => publicView(record, true, now()));
       } catch (error) {
         throw storeError("list keys", error);
       }

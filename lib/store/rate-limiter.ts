@@ -22,6 +22,8 @@ export interface RateVerdict {
   resetMs: number;
   limit: number;
   windowMs: number;
+  /** Every limit's count after this request (verifyApiKey reports each), in the order of the key's limits. */
+  each?: { remaining: number; resetMs: number }[];
 }
 
 export interface RateLimiter {
@@ -48,6 +50,7 @@ export function verdictOf(allowed: boolean, limits: readonly RateLimit[], counts
     resetMs: Math.max(0, resets[pick]),
     limit: limits[pick].limit,
     windowMs: limits[pick].durationMs,
+    each: limits.map((l, i) => ({ remaining: Math.max(0, l.limit - counts[i]), resetMs: Math.max(0, resets[i]) })),
   };
 }
 
@@ -82,7 +85,7 @@ export function createMemoryRateLimiter(maxWindows = MEMORY_WINDOWS): RateLimite
  * its limit; else each is incremented, and given its window's expiry on the first hit. Returns the
  * verdict (1 or 0), then each counter and its PTTL.
  */
-const HIT = `local n = #KEYS
+export const HIT = `local n = #KEYS
 local allowed = 1
 for i = 1, n do
   local count = tonumber(redis.call("GET", KEYS[i]) or "0")

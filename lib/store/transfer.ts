@@ -21,11 +21,12 @@ import { isStoredKey } from "./_record.ts";
 import { MAX_EXPIRY_MS, MAX_GRACE_MS } from "../core/lifecycle.ts";
 import { checkLabels } from "../core/labels.ts";
 import { checkRateLimits } from "../core/rate-limits.ts";
+import { storedCreditsProblem } from "../core/credits.ts";
 import { auditEventOf } from "./audit.ts";
 
 export const EXPORT_FORMAT = "service-api-keys";
 export const EXPORT_VERSION = 1;
-const KEY_FIELDS = new Set(["type", "id", "name", "description", "roles", "permissions", "createdAt", "expiresAt", "lastUsedAt", "graceUntil", "labels", "hash", "disabled", "disabledReason", "usage", "rateLimits"]);
+const KEY_FIELDS = new Set(["type", "id", "name", "description", "roles", "permissions", "createdAt", "expiresAt", "lastUsedAt", "graceUntil", "labels", "hash", "disabled", "disabledReason", "usage", "rateLimits", "credits"]);
 const HEADER_FIELDS = new Set(["format", "version", "exportedAt", "keys", "auditEvents"]);
 
 /** A key read from an export, with the line it came from (for messages). */
@@ -96,6 +97,7 @@ function keyProblem(value: Record<string, unknown>, now: number): string | undef
       return (error as Error).message;
     }
   }
+  if (record.credits !== undefined && storedCreditsProblem(record.credits)) return storedCreditsProblem(record.credits);
   const roles = record.roles as string[];
   const permissions = record.permissions as { resource: string; actions: string[] }[];
   const badRole = roles.find((role) => !ROLES.includes(role as never));

@@ -3,6 +3,8 @@
  * remote backend's subset) promises its callers.
  */
 import type { RateLimiter } from "./rate-limiter.ts";
+import type { CreditCounter } from "./credit-counter.ts";
+import type { StoredCredits } from "../core/credits.ts";
 import type { Storage } from "unstorage";
 import type { Actor, ApiKeyInfo, AuditEvent, CreatedKey, CreateKeyInput, KeyPatch, KeyUsage, KeyVerification, Permission, StoredKey } from "../core/model.ts";
 import type { ExportedKey } from "./transfer.ts";
@@ -13,6 +15,8 @@ import type { AuditLog, AuditQuery } from "./audit.ts";
 export interface KeyStoreOptions {
   /** Counts requests against keys' rate limits; defaults to one in this process (`createMemoryRateLimiter`). */
   rateLimiter?: RateLimiter;
+  /** Counts keys' credits down; defaults to one in this process (`createMemoryCreditCounter`). */
+  creditCounter?: CreditCounter;
   /** Where keys live; defaults to an in-memory storage. */
   storage?: Storage;
   /** Atomic index operations for that storage; defaults to an in-process mutex. */
@@ -65,6 +69,8 @@ export interface ChangeOptions {
 export interface VerifiedKey extends ApiKeyInfo {
   /** Same token, same verification (see `KeyStore.verify`); opaque, unique to this store instance. */
   validity: string;
+  /** The key's credits as its record held them when verified (see credit-counter.ts); absent: none. */
+  creditState?: StoredCredits;
 }
 
 export interface CreateOptions extends ChangeOptions {
@@ -139,6 +145,8 @@ export interface VerifyOptions {
 export interface KeyStore {
   /** Counts requests against keys' rate limits (see rate-limiter.ts): the service asks it for keys that have limits. */
   rateLimiter?: RateLimiter;
+  /** Counts keys' credits down (see credit-counter.ts): the service spends one per request of a key that has credits. */
+  creditCounter?: CreditCounter;
   /** Creates a key and returns it with its secret, the only time the secret is available. */
   create(input: CreateKeyInput, options?: CreateOptions): Promise<CreatedKey>;
   /**

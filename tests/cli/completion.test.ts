@@ -65,7 +65,7 @@ describe("completion", () => {
 
   it("bash: commands, flags, roles, permissions and key names from the store", () => {
     expect(bash("service-api apik", "service-api", "apik")).toEqual(["apikey"]);
-    expect(bash("service-api apikey --cr", "service-api", "apikey", "--cr")).toEqual(["--create"]);
+    expect(bash("service-api apikey --crea", "service-api", "apikey", "--crea")).toEqual(["--create"]);
     expect(bash("service-api apikey --create --roles AD", "service-api", "apikey", "--create", "--roles", "AD")).toEqual(["ADMIN"]);
     expect(bash("service-api apikey --roles ADMIN,VI", "service-api", "apikey", "--roles", "ADMIN,VI")).toEqual(["ADMIN,VIEWER"]);
     expect(bash("service-api apikey --roles=GU", "service-api", "apikey", "--roles", "=", "GU")).toEqual(["GUEST"]);
@@ -107,7 +107,7 @@ COMP_CWORD=$((\${#COMP_WORDS[@]} - 1)); _service_api; printf '%s\\n' "\${COMPREP
       execFileSync("fish", ["--no-config", "-c", `source ${scripts.fish}; complete -C ${JSON.stringify(line)}`], { env, encoding: "utf8" })
         .split("\n").filter(Boolean).map((row) => row.split("\t")[0]);
     expect(complete("service-api apik")).toEqual(["apikey"]);
-    expect(complete("service-api apikey --cr")).toEqual(["--create"]);
+    expect(complete("service-api apikey --crea")).toEqual(["--create"]);
     expect(complete("service-api apikey --roles ADMIN,VI")).toEqual(["ADMIN,VIEWER"]);
     expect(complete("service-api apikey --delete --name ").sort()).toEqual(["ci", "deploy key"]);
   });

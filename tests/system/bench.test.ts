@@ -30,6 +30,8 @@ it("npm run bench -- --quick prints the table of ratios", async () => {
     ["LOG_LEVEL=warn", "report"],
     [`last-use recording on (default) vs off, ${ME}`, "<=1.05"],
     [`last-use recording on (default) vs off, ${INFO}`, "<=1.05"],
+    [`a key with a rate limit and credits vs one without, ${ME}, files store`, "<=1.10"],
+    [`a key with a rate limit and credits vs one without, ${ME}, memory store`, "<=1.10"],
     ["service with", ">=0.83"],
     ["peak RSS", "report"],
   ];

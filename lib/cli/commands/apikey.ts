@@ -38,6 +38,7 @@ import { noteDropped, rotateKey } from "../rotate.ts";
 import { operands } from "../operands.ts";
 import { printable } from "../scan-text.ts";
 import { chosenKey, showUsage } from "../usage.ts";
+import { CONTROL_OPTIONS } from "../credits.ts";
 
 export type { ApikeyFlags, KeyBackend };
 
@@ -141,7 +142,7 @@ async function create(flags: ApikeyFlags, values: LifecycleValues, store: CliBac
     ...parseCreateInput(flags),
     ...(values.expiresAt ? { expiresAt: values.expiresAt } : {}),
     ...(flags.label !== undefined ? { labels: parseLabelFlag(String(flags.label)) } : {}),
-    ...(values.rateLimits?.length ? { rateLimits: values.rateLimits } : {}),
+    ...(values.rateLimits?.length ? { rateLimits: values.rateLimits } : {}), ...(values.credits ? { credits: values.credits } : {}),
   };
   if (flags.dryRun) {
     const options = { overwrite: Boolean(flags.overwrite), ifNotExists: Boolean(flags.ifNotExists), graceMs: values.graceMs };
@@ -192,7 +193,7 @@ async function update(flags: ApikeyFlags, values: LifecycleValues, store: CliBac
   }
   if (values.expiresAt) patch.expiresAt = values.expiresAt;
   if (values.clearExpiry) patch.expiresAt = null;
-  if (values.rateLimits) patch.rateLimits = values.rateLimits;
+  Object.assign(patch, values.rateLimits ? { rateLimits: values.rateLimits } : {}, values.credits !== undefined ? { credits: values.credits } : {});
   if (flags.disable || flags.enable) patch.disabled = Boolean(flags.disable);
   if (flags.reason !== undefined) patch.disabledReason = parseInput(ReasonSchema, String(flags.reason));
   const setLabels = flags.label !== undefined ? parseLabelFlag(String(flags.label)) : undefined;
@@ -200,7 +201,7 @@ async function update(flags: ApikeyFlags, values: LifecycleValues, store: CliBac
   if (Object.keys(patch).length === 0 && !setLabels && !unsetLabels) {
     throw new ServiceError(
       "USAGE",
-      "--update needs something to change: --roles, --permissions, --preset, --description, --rename, --expires-in, --expires-at, --no-expiry, --label, --unlabel, --rate-limit, --no-rate-limit, --disable or --enable",
+      "--update needs something to change: --roles, --permissions, --preset, --description, --rename, --expires-in, --expires-at, --no-expiry, --label, --unlabel, --rate-limit, --no-rate-limit, --credits, --no-credits, --disable or --enable",
     );
   }
   const before = await chosenKey(flags, store, "update");
@@ -268,9 +269,9 @@ async function terminal(): Promise<TerminalState> {
 export const command: CommandDef<ApikeyCommandFlags> = {
   description: "Create, delete, update, rotate, disable or list API keys, read their use and audit trail, move them between stores, and find leaked ones",
   usage: [
-    "service-api apikey --create --name <name> [-r <roles>] [-p <perms>] [--preset <name>] [-d <text>] [--expires-in <dur> | --expires-at <time>] [--rate-limit <n/dur,...>] [--overwrite [--grace <dur>] | --if-not-exists] [--dry-run] [--json | --format env] [--output <file> [--force]]",
+    "service-api apikey --create --name <name> [-r <roles>] [-p <perms>] [--preset <name>] [-d <text>] [--expires-in <dur> | --expires-at <time>] [--rate-limit <n/dur,...>] [--credits <n> [--refill <n/day|month>]] [--overwrite [--grace <dur>] | --if-not-exists] [--dry-run] [--json | --format env] [--output <file> [--force]]",
     "service-api apikey --delete [--name <name> | --id <id> | --expired] [--if-exists] [--retired-retention <dur>] [--json]",
-    "service-api apikey --update (--name <name> | --id <id>) [-r <roles>] [-p <perms>] [--preset <name>] [-d <text>] [--rename <name>] [--expires-in <dur> | --expires-at <time> | --no-expiry] [--rate-limit <n/dur,...> | --no-rate-limit] [--disable [--reason <text>] | --enable] [--dry-run] [--json]",
+    "service-api apikey --update (--name <name> | --id <id>) [-r <roles>] [-p <perms>] [--preset <name>] [-d <text>] [--rename <name>] [--expires-in <dur> | --expires-at <time> | --no-expiry] [--rate-limit <n/dur,...> | --no-rate-limit] [--credits <n> [--refill <n/day|month>] | --no-credits] [--disable [--reason <text>] | --enable] [--dry-run] [--json]",
     "service-api apikey --rotate (--name <name> | --id <id>) [--grace <dur>] [--json | --format env] [--output <file> [--force]]",
     "service-api apikey --list [--filter <expr>] [--limit <n>] [--json]",
     "service-api apikey --audit [--since <dur|time>] [--limit <n>] [--json]",
@@ -304,8 +305,7 @@ export const command: CommandDef<ApikeyCommandFlags> = {
     { flag: "--expires-in <duration>", help: "create, update: the key stops working after this long: 45s, 30m, 12h, 7d, 90d" },
     { flag: "--expires-at <time>", help: "create, update: the key stops working at this ISO 8601 time, e.g. 2026-12-31T18:00:00Z" },
     { flag: "--no-expiry", help: "update: the key never expires" },
-    { flag: "--rate-limit [limits]", help: "create, update: at most n requests per duration, e.g. 10/1s or 10/1s,1000/1h (over it: 429)" },
-    { flag: "--no-rate-limit", help: "update: remove the key's rate limits" },
+    ...CONTROL_OPTIONS,
     { flag: "--disable", help: "update: refuse the key on every server (401, KEY_DISABLED) until --enable; it is kept" },
     { flag: "--reason <text>", help: "with --disable: why, shown by --list --json (no secret, at most 500 characters)" },
     { flag: "--enable", help: "update: a disabled key works again" },
@@ -337,7 +337,7 @@ export const command: CommandDef<ApikeyCommandFlags> = {
     "service-api apikey --create --name dockhand --preset docker_manager --dry-run",
     "service-api apikey --update --name ci -p DOCKER:READ_ANY",
     "service-api apikey --update --name ci --label env=prod,team=ops",
-    "service-api apikey --update --name ci --rate-limit 10/1s,1000/1h",
+    "service-api apikey --update --name ci --rate-limit 10/1s,1000/1h --credits 5000 --refill 5000/day",
     "service-api apikey --rotate --name ci --grace 10m --output ci.key",
     "service-api apikey --update --name ci --disable --reason \"leaked in a log\"",
     "service-api apikey --usage --name ci --json",

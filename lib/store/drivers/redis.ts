@@ -36,6 +36,7 @@ import { checkReplies, guardReplies, isCount, isFlag, okOrNil, type Shape, store
 import { redactRedisUrl, redisRedactor, splitPrefix } from "./_redis-url.ts";
 import { createRedisOrder } from "./_redis-order.ts";
 import { createRedisRateLimiter, type RateLimiter } from "../rate-limiter.ts";
+import { createRedisCreditCounter, type CreditCounter } from "../credit-counter.ts";
 
 /** Compare and delete in one step on the server: the entry goes only if it still holds the expected value. */
 const TAKE_IF = `if redis.call("GET", KEYS[1]) == ARGV[1] then
@@ -98,6 +99,8 @@ export interface RedisBackend {
   audit: AuditLog;
   /** Keys' rate-limit counters, beside the keys: exact across every server sharing this Redis. */
   rateLimiter: RateLimiter;
+  /** Keys' credit counts, beside the keys: exact across every server sharing this Redis. */
+  creditCounter: CreditCounter;
   dispose: () => Promise<void>;
 }
 
@@ -344,6 +347,7 @@ export async function openRedisBackend(url: string, options: RedisBackendOptions
     atomic,
     audit,
     rateLimiter,
+    creditCounter: createRedisCreditCounter(client, (id) => redisKey(`credits:${id}`), (error) => failure(error ?? outOfStep()), (id, ms) => redisKey(`ratelimit:${id}:${ms}`)),
     dispose: async () => {
       client.disconnect();
     },
