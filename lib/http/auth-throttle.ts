@@ -26,7 +26,7 @@ import { retrySeconds } from "./rate-limit.ts";
 import type { HandlerOptions, ServiceRequest, ServiceResponse } from "./types.ts";
 
 export const DEFAULT_AUTH_FAILURE_LIMIT: readonly RateLimit[] = [{ limit: 60, durationMs: 60_000 }];
-/** Client addresses counted at once in process (about 15 MB at most); Redis expires its counts itself. */
+/** Client addresses counted at once in process (about 20 MB of heap at most, measured); Redis expires its counts itself. */
 export const MAX_CLIENTS = 100_000;
 export const AUTH_FAILURE_LIMIT_FORM = "<failures>/<duration> like 60/1m (several comma-separated: 10/1s,60/1m), or off";
 
