@@ -36,6 +36,7 @@ import {
   tooLarge,
   unauthenticated,
 } from "./responses.ts";
+import { createAuthThrottle } from "./auth-throttle.ts";
 import { type GraphQLMediaType, negotiate } from "./negotiate.ts";
 import { createCors } from "./cors.ts";
 import { type AuthFailure, type HandlerOptions, MAX_BODY_BYTES, type RequestEvent, type ServiceHandler, type ServiceObserver, type ServiceRequest, type ServiceResponse } from "./types.ts";
@@ -78,13 +79,16 @@ function graphqlEndpoint({ options, outage, lastUse, onError, failure }: Endpoin
   const answers = createAnswerCache();
   const cors = createCors(options.corsOrigins);
   const graphql = createGraphQLRoute({ formatError: createErrorFormatter(onError), storeFailed: (error) => outage.failed(error), headers: PRIVATE_HEADERS });
-  const refuse = (reason: AuthFailure, message: string) => (observer?.authFailed(reason), unauthenticated(message, reason));
-  /** The 401 for a well-formed secret `verify` refused; a retired one is told to the observer too. */
+  // Every refusal is counted for its client address, and is a 429 past the limit (see auth-throttle.ts).
+  const throttle = createAuthThrottle(options);
+  const refusal = (reason: AuthFailure, message: string) => (observer?.authFailed(reason), unauthenticated(message, reason));
+  const refuse = (request: ServiceRequest, reason: AuthFailure, message: string) => throttle(request, () => refusal(reason, message));
+  /** The 401 for a well-formed secret `verify` refused (a retired one is told to the observer too), or the 429. */
   const refused = (request: ServiceRequest, secret: string) =>
-    store.refusal(secret).then(({ reason, retired }) => {
+    throttle(request, () => store.refusal(secret).then(({ reason, retired }) => {
       if (retired) observer?.retiredKeyUsed?.({ ...retired, address: request.remoteAddress });
-      return refuse(reason, KEY_REFUSED[reason]);
-    });
+      return refusal(reason, KEY_REFUSED[reason]);
+    }));
   // verifyApiKey counts the verified key's use here too: off when this server records no use.
   const seen = lastUse ? (id: string) => lastUse.seen(id) : () => {};
 
@@ -106,10 +110,10 @@ function graphqlEndpoint({ options, outage, lastUse, onError, failure }: Endpoin
     }
     if (Number(request.headers.get("content-length") ?? 0) > limit) return tooLarge(limit);
     const found = credential(request.headers);
-    if ("problem" in found) return refuse(found.problem.startsWith("Missing") ? "missing" : "malformed", found.problem);
+    if ("problem" in found) return refuse(request, found.problem.startsWith("Missing") ? "missing" : "malformed", found.problem);
     const { secret } = found;
     // The checksum catches mistyped and made-up keys without touching the store.
-    if (!isWellFormedSecret(secret)) return refuse("malformed", "Malformed API key: it should start with 'sapi_' and be copied completely");
+    if (!isWellFormedSecret(secret)) return refuse(request, "malformed", "Malformed API key: it should start with 'sapi_' and be copied completely");
     return after(verify(secret, request.receivedAt), (key) => {
       if (!key) return refused(request, secret); // only now, for the message: a second read, never a write
       lastUse?.seen(key.id); // remembered answers included: the key authenticated this request

@@ -164,6 +164,11 @@ export function createMetrics(options: MetricsOptions): ServiceMetrics {
     help: "Requests refused for a secret the store retired (its key deleted or replaced): the usual sign of a leak or of a missed rotation.",
     registers: [registry],
   });
+  const throttled = new client.Counter({
+    name: "service_api_auth_throttled_total",
+    help: "Failed authentications answered 429 because their client address was over --auth-failure-limit (not in auth_failures_total).",
+    registers: [registry],
+  });
   const tally = createTally(BUCKETS);
 
   return {
@@ -172,6 +177,7 @@ export function createMetrics(options: MetricsOptions): ServiceMetrics {
     authFailed: (reason: AuthFailure) => authFailures.inc({ reason }),
     storeError: () => storeErrors.inc(),
     retiredKeyUsed: () => retiredUses.inc(),
+    authThrottled: () => throttled.inc(),
     render: async () => ({ contentType: registry.contentType, body: await registry.metrics() }),
   };
 }
@@ -186,5 +192,6 @@ export function observers(...all: Partial<ServiceObserver>[]): ServiceObserver {
     authFailed: (reason) => all.forEach((o) => o.authFailed?.(reason)),
     storeError: () => all.forEach((o) => o.storeError?.()),
     retiredKeyUsed: (use) => all.forEach((o) => o.retiredKeyUsed?.(use)),
+    authThrottled: () => all.forEach((o) => o.authThrottled?.()),
   };
 }

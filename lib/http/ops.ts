@@ -5,3 +5,4 @@
 export { createServiceLog, isJsonFormat, type ServiceLog } from "./service-log.ts";
 export { createMetrics, DEFAULT_METRICS_ALLOW, observers, type ServiceMetrics } from "./metrics.ts";
 export { addressMatcher } from "./ops-routes.ts";
+export { checkAuthThrottle } from "./auth-throttle.ts";

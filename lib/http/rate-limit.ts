@@ -13,7 +13,8 @@ import type { RateLimiter, RateVerdict } from "../store/rate-limiter.ts";
 import { errorResponse } from "./responses.ts";
 import type { ServiceResponse } from "./types.ts";
 
-const seconds = (ms: number) => Math.max(1, Math.ceil(ms / 1_000));
+/** Whole seconds, rounded up, at least 1: `Retry-After` and `reset`. */
+export const retrySeconds = (ms: number): number => Math.max(1, Math.ceil(ms / 1_000));
 
 /** `RateLimit-Policy`'s value: each limit and its window in seconds. */
 export const policyHeader = (limits: readonly RateLimit[]): string =>
@@ -23,13 +24,13 @@ export const policyHeader = (limits: readonly RateLimit[]): string =>
 export function rateHeaders(limits: readonly RateLimit[], verdict: RateVerdict): Record<string, string> {
   return {
     "ratelimit-policy": policyHeader(limits),
-    ratelimit: `limit=${verdict.limit}, remaining=${verdict.remaining}, reset=${seconds(verdict.resetMs)}`,
+    ratelimit: `limit=${verdict.limit}, remaining=${verdict.remaining}, reset=${retrySeconds(verdict.resetMs)}`,
   };
 }
 
 /** 429: a limit of the key is full until its window ends (Retry-After, in whole seconds, rounded up). */
 export function rateLimited(limits: readonly RateLimit[], verdict: RateVerdict): ServiceResponse {
-  const retry = seconds(verdict.resetMs);
+  const retry = retrySeconds(verdict.resetMs);
   return errorResponse(
     429,
     "RATE_LIMITED",

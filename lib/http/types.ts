@@ -5,6 +5,7 @@
 import type { KeyStore } from "../store/key-store.ts";
 import type { StoreStatusLog } from "./outage.ts";
 import type { UseRecorderOptions } from "../store/last-use.ts";
+import type { RateLimit } from "../core/rate-limits.ts";
 
 /** Largest request body accepted: 1 MiB. */
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -40,6 +41,18 @@ export interface HandlerOptions {
    * path (default true). false: never written by this server. Options tune the recorder (tests, benchmarks).
    */
   recordLastUse?: boolean | UseRecorderOptions;
+  /**
+   * Failed authentications allowed per client address (default `60/1m`); past them a refused request gets
+   * 429 `TOO_MANY_FAILED_AUTHENTICATIONS` with `Retry-After` instead of 401. A valid key is always served.
+   * `"10/1s,60/1m"` or `[{ limit, durationMs }]`; `"off"` or false: no limit. See `auth-throttle.ts`.
+   */
+  authFailureLimit?: string | readonly RateLimit[] | false;
+  /**
+   * Proxies whose `X-Forwarded-For` is believed, IPs or CIDR blocks of either family, comma-separated or a
+   * list: the client is then the right-most address in it that is not one of them. Default none: the
+   * socket's address is the client.
+   */
+  trustProxy?: string | readonly string[];
 }
 
 /** One answered request, as the access log and the metrics see it: never a secret, never a body. */
@@ -75,6 +88,8 @@ export interface ServiceObserver {
   authFailed(reason: AuthFailure): void;
   /** A request was refused for a retired secret (also counted in `authFailed`, as unknown or expired). */
   retiredKeyUsed?(use: RetiredKeyUse): void;
+  /** A failed authentication was answered 429: its address is over `authFailureLimit`. */
+  authThrottled?(): void;
   /** The store failed (the request got 503). */
   storeError(): void;
 }

@@ -27,6 +27,8 @@ export interface RateVerdict {
 }
 
 export interface RateLimiter {
+  /** True when every server on the store counts together (Redis); absent for a count of this process alone. */
+  readonly shared?: boolean;
   /** Counts one request of key `keyId` against `limits` at `now` (ms), if every one has room. */
   hit(keyId: string, limits: readonly RateLimit[], now: number): MaybePromise<RateVerdict>;
 }
@@ -114,7 +116,8 @@ const isReply = (value: unknown, n: number): value is number[] =>
   Array.isArray(value) && value.length === 1 + 2 * n && value.every((v) => typeof v === "number" && Number.isSafeInteger(v));
 
 /**
- * Counters in Redis under `counterKey(keyId, durationMs)`. `failed` turns a Redis error (or a reply of
+ * Counters in Redis under `counterKey(keyId, durationMs)` (the service's failed authentications, per
+ * client address, count here too: `http/auth-throttle.ts`). `failed` turns a Redis error (or a reply of
  * the wrong shape) into the store's STORE_UNAVAILABLE: the service refuses (503) rather than serve unlimited.
  */
 export function createRedisRateLimiter(
@@ -123,6 +126,7 @@ export function createRedisRateLimiter(
   failed: (error?: unknown) => never,
 ): RateLimiter {
   return {
+    shared: true,
     async hit(keyId, limits) {
       const keys = limits.map((l) => counterKey(keyId, l.durationMs));
       const args = [...limits.map((l) => String(l.limit)), ...limits.map((l) => String(l.durationMs))];

@@ -25,6 +25,10 @@ export interface ServeFlags {
   lastUse?: boolean;
   /** How long retired secrets are recognised (a duration; see `resolveRetiredRetention`). */
   retiredRetention?: string;
+  /** Failed authentications allowed per client address (`60/1m`, or `off`); see `http/auth-throttle.ts`. */
+  authFailureLimit?: string;
+  /** Proxies whose X-Forwarded-For is believed: IPs or CIDR blocks, comma-separated. */
+  trustProxy?: string;
 }
 
 type Env = Record<string, string | undefined>;
@@ -91,7 +95,9 @@ export async function runServe(
   const recordLastUse = resolveLastUse(flags.lastUse, env);
   const gcMetrics = resolveMetricsGc(env);
   const retiredRetentionMs = resolveRetiredRetention(flags.retiredRetention, env);
-  const [{ serve }, { addressMatcher, createMetrics, createServiceLog, observers }] = await Promise.all([
+  const authFailureLimit = flags.authFailureLimit ?? (env.SERVICE_API_AUTH_FAILURE_LIMIT?.trim() || undefined);
+  const trustProxy = (flags.trustProxy ?? env.SERVICE_API_TRUST_PROXY ?? "").trim() || undefined;
+  const [{ serve }, { addressMatcher, checkAuthThrottle, createMetrics, createServiceLog, observers }] = await Promise.all([
     import("../../http/serve.ts"),
     import("../../http/ops.ts"),
   ]);
@@ -100,6 +106,7 @@ export async function runServe(
   } catch (error) {
     throw new ServiceError("USAGE", (error as Error).message);
   }
+  checkAuthThrottle({ authFailureLimit, trustProxy }); // a bad value exits 2 before the store is opened
   // Every line of the service (access, warnings, listening, outage, stopping) goes through one log, so
   // that LOG_FORMAT=json makes all of them JSON and they stay in order.
   const log = createServiceLog({ env, write: (text) => io.log(text.slice(0, -1)) });
@@ -129,6 +136,8 @@ export async function runServe(
       observer: observers(log, metrics),
       metrics,
       recordLastUse,
+      authFailureLimit,
+      trustProxy,
       // The client got a generic 500; the operator gets the message (and the stack at LOG_LEVEL=debug).
       onError: (error) => {
         log.line("error", `internal error: ${redactSecrets(error instanceof Error ? error.message : String(error))}`);
@@ -182,7 +191,15 @@ export const command: CommandDef<ServeFlags> = {
       flag: "--retired-retention <duration>",
       help: "How long a deleted or replaced key's secret is still recognised, to warn when it is presented again (env SERVICE_API_RETIRED_RETENTION, default 30d)",
     },
+    {
+      flag: "--auth-failure-limit <limit>",
+      help: "Failed authentications allowed per client address, like 60/1m (several comma-separated), or off; past it 429 instead of 401, a valid key is always served (env SERVICE_API_AUTH_FAILURE_LIMIT, default 60/1m)",
+    },
+    {
+      flag: "--trust-proxy <addresses>",
+      help: "Reverse proxies whose X-Forwarded-For names the client, comma-separated IPs or CIDRs (env SERVICE_API_TRUST_PROXY, default none: the socket's address is the client)",
+    },
   ],
-  examples: ["service-api serve --port 3001"],
+  examples: ["service-api serve --port 3001", "service-api serve --trust-proxy 10.0.0.0/8 --auth-failure-limit 30/1m"],
   run: runServe,
 };
