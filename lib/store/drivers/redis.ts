@@ -20,20 +20,14 @@
  * default; Redis trims the oldest). Entry ids follow the events' own times (a Lua script adds each at
  * `max(its time, the last id)`), so `since` is one `XRANGE` from `<since>-0`, whatever the server's clock.
  *
- * Redis going away must never hang a command or let a server answer from stale state: the
- * connection is opened eagerly with a deadline, commands are never queued while disconnected, a
- * command in flight when the connection drops fails at once, and every command has a timeout. The
- * client keeps reconnecting in the background, so a long-running server recovers by itself.
+ * The connection (`_redis-connection.ts`) never hangs a command nor answers from stale state when Redis goes away.
  */
-import type { Redis, RedisOptions } from "ioredis";
 import { createStorage, type Driver, type Storage } from "unstorage";
-import redisDriver from "unstorage/drivers/redis";
-import { isServiceError, ServiceError } from "../../core/errors.ts";
 import type { AtomicIndex } from "../atomic.ts";
 import { type AuditLog, auditEventOf, byTime, CLOCK_SKEW_MS, selectEvents } from "../audit.ts";
 import type { AuditEvent } from "../../core/model.ts";
-import { checkReplies, guardReplies, isCount, isFlag, okOrNil, type Shape, storedOrNil } from "./_redis-desync.ts";
-import { redactRedisUrl, redisRedactor, splitPrefix } from "./_redis-url.ts";
+import { openRedisConnection } from "./_redis-connection.ts";
+import { isCount, isFlag, okOrNil, type Shape, storedOrNil } from "./_redis-desync.ts";
 import { createRedisOrder } from "./_redis-order.ts";
 import { createRedisRateLimiter, type RateLimiter } from "../rate-limiter.ts";
 
@@ -103,9 +97,6 @@ export interface RedisBackend {
 
 export { redactRedisUrl } from "./_redis-url.ts";
 
-const messageOf = (error: unknown): string =>
-  (error instanceof Error ? error.message : String(error)).replace(/[.\s]+$/, "");
-
 /**
  * Opens the Redis backend for a `redis://[user:password@]host:port/db[?prefix=name]` URL (or
  * `rediss://` for TLS). Resolves once Redis answers; rejects with `STORE_UNAVAILABLE` within
@@ -117,112 +108,11 @@ const messageOf = (error: unknown): string =>
  */
 export async function openRedisBackend(url: string, options: RedisBackendOptions = {}): Promise<RedisBackend> {
   const { connectTimeout = 3_000, commandTimeout = 5_000, auditCap = 100_000 } = options;
-  const where = redactRedisUrl(url);
-  // Every message below goes through `scrub`: ioredis's own messages can carry pieces of a mistyped password.
-  const scrub = redisRedactor(url);
-  const reasonOf = (error: unknown) => scrub(messageOf(error));
-  let parts;
-  try {
-    parts = splitPrefix(url);
-  } catch (error) {
-    if (isServiceError(error)) throw error;
-    // No `cause`: Node's "Invalid URL" error carries the whole URL in `input`.
-    throw new ServiceError(
-      "USAGE",
-      `Invalid Redis URL '${where}': use redis://[user:password@]host:port/db, with @ / : % ? # in a password percent-encoded`,
-    );
-  }
-  const { prefix } = parts;
+  const connection = await openRedisConnection(url, { connectTimeout, commandTimeout });
+  const { client, driver, prefix, redisKey, unavailable, failure, wrap, outOfStep, results, shaped } = connection;
 
-  let lastError = "";
-  const unavailable = (what: string, cause?: unknown) =>
-    new ServiceError(
-      "STORE_UNAVAILABLE",
-      `Key store unavailable: ${what} (${where}). Check that Redis is running and reachable and the URL is right, or set SERVICE_API_STORE.`,
-      { cause },
-    );
-
-  const clientOptions: RedisOptions & { base: string; url: string } = {
-    base: prefix,
-    url: parts.url,
-    lazyConnect: true,
-    connectTimeout,
-    commandTimeout,
-    enableOfflineQueue: false,
-    // 0: a command in flight when the connection drops fails at once instead of waiting for a reconnect.
-    maxRetriesPerRequest: 0,
-    retryStrategy: (attempt) => Math.min(100 * 2 ** attempt, 2_000),
-    // ioredis waits this long for a closed socket's "close" (which a refused one never sends) before exiting.
-    disconnectTimeout: 100,
-  };
-  const driver = redisDriver(clientOptions) as Driver<unknown, Redis>;
-  const client = driver.getInstance!() as Redis;
-  // Without a listener ioredis prints every connection error to the console; keep the latest for messages.
-  // After a desync, the errors of commands that die with the cut socket are not the cause: keep the desync.
-  let desynced = false;
-  client.on("error", (error: Error) => {
-    if (!desynced) lastError = reasonOf(error);
-  });
-  client.on("connect", () => {
-    desynced = false;
-  });
-  client.on("ready", () => {
-    lastError = "";
-  });
-  // A reply out of turn cuts the connection (ioredis reconnects) instead of throwing from a socket event.
-  const outOfStep = guardReplies(client, (reason) => {
-    lastError = reason;
-    desynced = true;
-  });
-  checkReplies(client, outOfStep);
-
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  try {
-    await Promise.race([
-      client.connect(),
-      new Promise((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`no answer within ${connectTimeout} ms`)), connectTimeout);
-      }),
-    ]);
-  } catch (error) {
-    client.disconnect();
-    const reason = lastError || reasonOf(error);
-    throw unavailable(`cannot connect to Redis: ${reason}`);
-  } finally {
-    clearTimeout(timer);
-  }
-  // SET ... GET and GETDEL arrived in 6.2; say so now rather than fail on the first overwrite or delete.
-  const version = /redis_version:(\d+)\.(\d+)[.\d]*/.exec(await client.info("server").catch(() => ""));
-  if (version && Number(version[1]) * 100 + Number(version[2]) < 602) {
-    client.disconnect();
-    throw unavailable(`Redis ${version[0].slice("redis_version:".length)} is too old, 6.2 or later is needed`);
-  }
-
-  const failure = (error: unknown): never => {
-    if (isServiceError(error)) throw error;
-    const reason = client.status === "ready" ? reasonOf(error) : lastError || reasonOf(error);
-    throw unavailable(`Redis request failed: ${reason}`);
-  };
-  const wrap = <A extends unknown[], R>(fn: (...args: A) => Promise<R>) => (...args: A): Promise<R> =>
-    fn(...args).catch(failure);
-
-  const redisKey = (key: string) => `${prefix}:${key}`;
   /** The member set of the entries under a key's parent: `names:<hash>` is listed in `<prefix>:members:names`. */
   const membersOf = (key: string) => redisKey(`members:${key.slice(0, Math.max(0, key.lastIndexOf(":")))}`);
-  // A stray reply while commands are in flight shifts every answer by one, which ioredis cannot see: a
-  // reply of the wrong shape is that, and must not read as "name taken" or "nothing there".
-  const results = async (exec: Promise<[Error | null, unknown][] | null>, ...shapes: Shape[]): Promise<unknown[]> => {
-    const replies = await exec;
-    if (!replies) throw outOfStep(); // EXEC answers null only after a WATCH, which is never sent
-    for (const [error] of replies) if (error) throw error;
-    const values = replies.map(([, value]) => value);
-    if (values.length !== shapes.length || !shapes.every((ok, i) => ok(values[i]))) throw outOfStep();
-    return values;
-  };
-  const shaped = <T>(value: T, ok: Shape): T => {
-    if (!ok(value)) throw outOfStep();
-    return value;
-  };
 
   const atomic: AtomicIndex = {
     claim: wrap(async (key, value) => {
