@@ -1,6 +1,6 @@
 /**
  * The audit trail's contract, and the in-process implementation (memory stores, tests). The file log
- * lives in `drivers/_fs-audit.ts`, the Redis stream in `drivers/redis.ts`.
+ * lives in `drivers/_fs-audit.ts`, the Redis stream in `drivers/_redis-audit.ts`.
  *
  * The store appends an event before the change it describes takes effect (write-ahead): a change is
  * never made without its event. A crash, or a race lost at the change's last step, can leave an event
