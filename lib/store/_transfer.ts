@@ -16,136 +16,159 @@ const CHUNK = 256;
 
 type RemoveById = (id: string, action: "delete", options: ChangeOptions) => Promise<unknown>;
 
-export function createTransfer(ctx: StoreContext, removeById: RemoveById, graced: () => Promise<StoredKey[]>) {
-  const { storage, atomic, entries, audit, bumpRevision, readRevision } = ctx;
-  const { nameKey, graceKey, readRecord, readId, live, inGrace, discard } = entries;
+/** The name entries, a chunk at a time: read from the backend as it goes where it can (`scan`). */
+async function* nameChunks({ storage, atomic }: StoreContext): AsyncGenerator<string[]> {
+  if (atomic.scan) return yield* atomic.scan("names", CHUNK);
+  const names = await storage.getKeys("names");
+  for (let at = 0; at < names.length; at += CHUNK) yield names.slice(at, at + CHUNK);
+}
 
-  /** The name entries, a chunk at a time: read from the backend as it goes where it can (`scan`). */
-  async function* nameChunks(): AsyncGenerator<string[]> {
-    if (atomic.scan) return yield* atomic.scan("names", CHUNK);
-    const names = await storage.getKeys("names");
-    for (let at = 0; at < names.length; at += CHUNK) yield names.slice(at, at + CHUNK);
-  }
-
-  /** Every live key's record (hash included), a chunk of names at a time, in no particular order. */
-  async function* livePages(): AsyncGenerator<StoredKey[]> {
-    for await (const chunk of nameChunks()) {
-      const ids = (await storage.getItems(chunk))
-        .filter((entry): entry is { key: string; value: string } => isKeyId(entry.value));
-      const values = await storage.getItems(ids.map(({ value }) => `keys:${value}`));
-      const found: StoredKey[] = [];
-      values.forEach(({ value }, i) => {
-        const record = entries.checked(ids[i].value, value);
-        // Only the entry of the record's own name: mid-rename a key has two, and it is listed once.
-        if (record && ids[i].key === nameKey(record.name)) found.push(record);
-      });
-      if (found.length) yield found;
-    }
-  }
-
-  async function liveRecords(): Promise<StoredKey[]> {
+/** Every live key's record (hash included), a chunk of names at a time, in no particular order. */
+async function* livePages(ctx: StoreContext): AsyncGenerator<StoredKey[]> {
+  const { storage, entries } = ctx;
+  for await (const chunk of nameChunks(ctx)) {
+    const ids = (await storage.getItems(chunk))
+      .filter((entry): entry is { key: string; value: string } => isKeyId(entry.value));
+    const values = await storage.getItems(ids.map(({ value }) => `keys:${value}`));
     const found: StoredKey[] = [];
-    for await (const page of livePages()) for (const record of page) found.push(record);
-    return found;
+    values.forEach(({ value }, i) => {
+      const record = entries.checked(ids[i].value, value);
+      // Only the entry of the record's own name: mid-rename a key has two, and it is listed once.
+      if (record && ids[i].key === entries.nameKey(record.name)) found.push(record);
+    });
+    if (found.length) yield found;
   }
+}
 
-  /** The key (live or in its grace period) an entry points at, if it is one. */
-  const holder = async (entry: string): Promise<StoredKey | null> => {
-    const record = await readRecord(await readId(entry));
-    return record && ((await live(record)) || (await inGrace(record))) ? record : null;
-  };
+/** Every live key's record, all pages in one array. */
+async function liveRecords(ctx: StoreContext): Promise<StoredKey[]> {
+  const found: StoredKey[] = [];
+  for await (const page of livePages(ctx)) for (const record of page) found.push(record);
+  return found;
+}
 
-  /** Why `record` cannot go in as it is: the keys in its way, each with the reason. */
-  async function conflicts(record: StoredKey): Promise<{ id: string; why: string }[]> {
-    const found = new Map<string, string>();
-    const same = await readRecord(record.id);
-    if (same && ((await live(same)) || (await inGrace(same)))) found.set(same.id, `key ${same.id} is already in the store`);
-    const named = await holder(record.graceUntil ? graceKey(record.name) : nameKey(record.name));
-    if (named && !found.has(named.id)) found.set(named.id, `the name '${record.name}' is taken by key ${named.id}`);
-    const secret = await holder(`secrets:${record.hash}`);
-    if (secret && !found.has(secret.id)) found.set(secret.id, `its secret is already key ${secret.id}`);
-    return [...found].map(([id, why]) => ({ id, why }));
-  }
+/** The key (live or in its grace period) an entry points at, if it is one. */
+async function holder({ entries }: StoreContext, entry: string): Promise<StoredKey | null> {
+  const record = await entries.readRecord(await entries.readId(entry));
+  return record && ((await entries.live(record)) || (await entries.inGrace(record))) ? record : null;
+}
 
-  /** Writes one key; false when its name was taken meanwhile (then nothing of it is left). */
-  async function put(record: StoredKey, change: ChangeOptions): Promise<boolean> {
-    await Promise.all([storage.setItem(`keys:${record.id}`, record), storage.setItem(`secrets:${record.hash}`, record.id)]);
-    try {
-      await audit("import", record, change);
-      if (record.graceUntil) {
-        await atomic.exclusive(`keys:${record.id}`, () => storage.setItem(graceKey(record.name), record.id));
-        return true;
-      }
-      if (await atomic.claim(nameKey(record.name), record.id)) return true;
-    } catch (error) {
-      await discard(record, false).catch(() => {}); // not imported: never a key of this store
-      throw error;
+/** Why `record` cannot go in as it is: the keys in its way, each with the reason. */
+async function conflicts(ctx: StoreContext, record: StoredKey): Promise<{ id: string; why: string }[]> {
+  const { nameKey, graceKey, readRecord, live, inGrace } = ctx.entries;
+  const found = new Map<string, string>();
+  const same = await readRecord(record.id);
+  if (same && ((await live(same)) || (await inGrace(same)))) found.set(same.id, `key ${same.id} is already in the store`);
+  const named = await holder(ctx, record.graceUntil ? graceKey(record.name) : nameKey(record.name));
+  if (named && !found.has(named.id)) found.set(named.id, `the name '${record.name}' is taken by key ${named.id}`);
+  const secret = await holder(ctx, `secrets:${record.hash}`);
+  if (secret && !found.has(secret.id)) found.set(secret.id, `its secret is already key ${secret.id}`);
+  return [...found].map(([id, why]) => ({ id, why }));
+}
+
+/** Writes one key; false when its name was taken meanwhile (then nothing of it is left). */
+async function put(ctx: StoreContext, record: StoredKey, change: ChangeOptions): Promise<boolean> {
+  const { storage, atomic, audit } = ctx;
+  const { nameKey, graceKey, discard } = ctx.entries;
+  await Promise.all([storage.setItem(`keys:${record.id}`, record), storage.setItem(`secrets:${record.hash}`, record.id)]);
+  try {
+    await audit("import", record, change);
+    if (record.graceUntil) {
+      await atomic.exclusive(`keys:${record.id}`, () => storage.setItem(graceKey(record.name), record.id));
+      return true;
     }
-    await discard(record, false);
-    return false;
+    if (await atomic.claim(nameKey(record.name), record.id)) return true;
+  } catch (error) {
+    await discard(record, false).catch(() => {}); // not imported: never a key of this store
+    throw error;
   }
+  await discard(record, false);
+  return false;
+}
 
+/** What an import will do, decided before it writes anything: the report, the keys to remove and those to write. */
+interface ImportPlan {
+  report: ImportReport;
+  toRemove: Set<string>;
+  toWrite: ExportedKey[];
+}
+
+/** Sorts `keys` by their conflicts under `onConflict`; a conflict under "fail" throws before anything is written. */
+async function planImport(ctx: StoreContext, keys: readonly ExportedKey[], onConflict: ImportOptions["onConflict"] = "fail"): Promise<ImportPlan> {
+  const report: ImportReport = { imported: [], skipped: [], replaced: [] };
+  const toRemove = new Set<string>();
+  const toWrite: ExportedKey[] = [];
+  for (const key of keys) {
+    const found = await conflicts(ctx, key.record);
+    const entry: ImportedKey = { id: key.record.id, name: key.record.name, line: key.line };
+    if (found.length === 0) {
+      toWrite.push(key);
+      report.imported.push(entry);
+    } else if (onConflict === "fail") {
+      throw new ServiceError(
+        "NAME_TAKEN",
+        `Line ${key.line} of the import: ${found.map((c) => c.why).join("; ")}. Nothing was imported; ` +
+          "pass --on-conflict skip to leave such keys as they are, or overwrite to replace them",
+      );
+    } else if (onConflict === "skip") {
+      report.skipped.push({ ...entry, reason: found.map((c) => c.why).join("; ") });
+    } else {
+      for (const { id } of found) toRemove.add(id);
+      toWrite.push(key);
+      report.replaced.push({ ...entry, reason: found.map((c) => c.why).join("; ") });
+    }
+  }
+  return { report, toRemove, toWrite };
+}
+
+/** Carries out `plan`: removes the keys it replaces, then writes its keys; all or nothing. */
+async function applyImport(ctx: StoreContext, removeById: RemoveById, { toRemove, toWrite }: ImportPlan, change: ChangeOptions): Promise<void> {
+  if (!(await ctx.readRevision())) await ctx.bumpRevision();
+  // The keys an overwrite replaces, whole, so that a failed import can put them back.
+  const replaced: StoredKey[] = [];
+  const written: string[] = [];
+  try {
+    for (const id of toRemove) {
+      const record = await ctx.entries.readRecord(id);
+      if (record && (await removeById(id, "delete", change))) replaced.push(record);
+    }
+    for (const key of toWrite) {
+      if (!(await put(ctx, key.record, change))) {
+        throw new ServiceError("NAME_TAKEN", `Line ${key.line} of the import: the name '${key.record.name}' was taken meanwhile`);
+      }
+      written.push(key.record.id);
+    }
+  } catch (error) {
+    // All or nothing: what this import wrote is removed again (each removal is an audited delete), and the
+    // keys it replaced are put back as they were (each an audited import), so their secrets work again.
+    for (const id of written.reverse()) await removeById(id, "delete", change).catch(() => {});
+    const lost: string[] = [];
+    for (const record of replaced) if (!(await put(ctx, record, change).catch(() => false))) lost.push(`'${record.name}' (${record.id})`);
+    if (lost.length && error instanceof ServiceError) {
+      throw new ServiceError(error.code, `${error.message}. The keys it replaced could not all be put back: ${lost.join(", ")}`);
+    }
+    throw error;
+  }
+}
+
+/** Imports `keys` into the store of `ctx`; `removeById` removes the keys an overwrite replaces. */
+async function importRecords(ctx: StoreContext, removeById: RemoveById, keys: readonly ExportedKey[], options: ImportOptions = {}): Promise<ImportReport> {
+  const { onConflict = "fail", dryRun = false, actor } = options;
+  const plan = await planImport(ctx, keys, onConflict);
+  if (!dryRun) await applyImport(ctx, removeById, plan, { actor });
+  return plan.report;
+}
+
+/**
+ * The listings and transfers of the store of `ctx`; `removeById` removes keys an import replaces, `graced`
+ * lists the keys in a grace period (both from `_remove.ts`).
+ */
+export function createTransfer(ctx: StoreContext, removeById: RemoveById, graced: () => Promise<StoredKey[]>) {
   return {
-    liveRecords,
-    livePages,
-
+    liveRecords: () => liveRecords(ctx),
+    livePages: () => livePages(ctx),
     /** Every key the store holds, live ones then those in a grace period, with their hashes. */
-    exportRecords: async (): Promise<StoredKey[]> => [...(await liveRecords()), ...(await graced())],
-
-    importRecords: async (keys: readonly ExportedKey[], options: ImportOptions = {}): Promise<ImportReport> => {
-      const { onConflict = "fail", dryRun = false, actor } = options;
-      const change = { actor };
-      const report: ImportReport = { imported: [], skipped: [], replaced: [] };
-      const toRemove = new Set<string>();
-      const toWrite: ExportedKey[] = [];
-      for (const key of keys) {
-        const found = await conflicts(key.record);
-        const entry: ImportedKey = { id: key.record.id, name: key.record.name, line: key.line };
-        if (found.length === 0) {
-          toWrite.push(key);
-          report.imported.push(entry);
-        } else if (onConflict === "fail") {
-          throw new ServiceError(
-            "NAME_TAKEN",
-            `Line ${key.line} of the import: ${found.map((c) => c.why).join("; ")}. Nothing was imported; ` +
-              "pass --on-conflict skip to leave such keys as they are, or overwrite to replace them",
-          );
-        } else if (onConflict === "skip") {
-          report.skipped.push({ ...entry, reason: found.map((c) => c.why).join("; ") });
-        } else {
-          for (const { id } of found) toRemove.add(id);
-          toWrite.push(key);
-          report.replaced.push({ ...entry, reason: found.map((c) => c.why).join("; ") });
-        }
-      }
-      if (dryRun) return report;
-      if (!(await readRevision())) await bumpRevision();
-      // The keys an overwrite replaces, whole, so that a failed import can put them back.
-      const replaced: StoredKey[] = [];
-      const written: string[] = [];
-      try {
-        for (const id of toRemove) {
-          const record = await readRecord(id);
-          if (record && (await removeById(id, "delete", change))) replaced.push(record);
-        }
-        for (const key of toWrite) {
-          if (!(await put(key.record, change))) {
-            throw new ServiceError("NAME_TAKEN", `Line ${key.line} of the import: the name '${key.record.name}' was taken meanwhile`);
-          }
-          written.push(key.record.id);
-        }
-      } catch (error) {
-        // All or nothing: what this import wrote is removed again (each removal is an audited delete), and the
-        // keys it replaced are put back as they were (each an audited import), so their secrets work again.
-        for (const id of written.reverse()) await removeById(id, "delete", change).catch(() => {});
-        const lost: string[] = [];
-        for (const record of replaced) if (!(await put(record, change).catch(() => false))) lost.push(`'${record.name}' (${record.id})`);
-        if (lost.length && error instanceof ServiceError) {
-          throw new ServiceError(error.code, `${error.message}. The keys it replaced could not all be put back: ${lost.join(", ")}`);
-        }
-        throw error;
-      }
-      return report;
-    },
+    exportRecords: async (): Promise<StoredKey[]> => [...(await liveRecords(ctx)), ...(await graced())],
+    importRecords: (keys: readonly ExportedKey[], options?: ImportOptions) => importRecords(ctx, removeById, keys, options),
   };
 }

@@ -48,90 +48,113 @@ interface UsageDeps {
   creditCounter: CreditCounter;
 }
 
-export function createUsage(ctx: StoreContext, deps: UsageDeps, recorderOptions: UseRecorderOptions = {}) {
+/** Adds the use `use` to key `id`'s record: its last use, its counts per day, and this process's credit count. */
+async function recordOne(ctx: StoreContext, creditCounter: CreditCounter, id: string, use: number | KeyUse): Promise<void> {
   const { storage, atomic, entries, now } = ctx;
-  let recorder: UseRecorder | undefined;
-
-  const recordUse = async (uses: ReadonlyMap<string, number | KeyUse>): Promise<void> => {
-    const ids = [...uses.keys()];
-    for (const [i, id] of ids.entries()) {
-      try {
-        await recordOne(id, uses.get(id)!);
-      } catch (error) {
-        // Counts add up, so a retry must not repeat the keys already written: the error names those that were not.
-        throw Object.assign(error instanceof Error ? error : new Error(String(error)), { [UNWRITTEN]: ids.slice(i) });
-      }
-    }
-  };
-
-  const recordOne = async (id: string, use: number | KeyUse): Promise<void> => {
-    if (!isKeyId(id)) return;
-    const { at, days } = typeof use === "number" ? { at: use, days: undefined } : use;
-    // Under the key's lock, like every rewrite of a record: a delete's clean-up runs before or after,
-    // never between the read and the write, so a deleted key is never written back.
-    await atomic.exclusive(`keys:${id}`, async () => {
-      const record = await entries.readRecord(id);
-      if (!record) return; // gone
-      const later = Number.isFinite(at) && !(record.lastUsedAt && Date.parse(record.lastUsedAt) >= at);
-      const adds = days !== undefined && Object.values(days).some(isCount);
-      // This process's credit count, written with the use: see credit-counter.ts.
-      const credits = record.credits && (await deps.creditCounter.persist(id, record.credits, now()));
-      if (!later && !adds && !credits) return; // a later use is there, and nothing to count
-      const next: StoredKey = { ...record };
-      if (later) next.lastUsedAt = iso(at);
-      if (adds) next.usage = counted(record.usage, days, now());
-      if (credits) next.credits = credits;
-      await storage.setItem(`keys:${id}`, next).catch((error: unknown) => {
-        if (credits) deps.creditCounter.unwritten?.(id); // its spends go with the next write
-        throw error;
-      });
-    });
-  };
-
-  const usage = async (id: string): Promise<KeyUsage | null> => {
+  if (!isKeyId(id)) return;
+  const { at, days } = typeof use === "number" ? { at: use, days: undefined } : use;
+  // Under the key's lock, like every rewrite of a record: a delete's clean-up runs before or after,
+  // never between the read and the write, so a deleted key is never written back.
+  await atomic.exclusive(`keys:${id}`, async () => {
     const record = await entries.readRecord(id);
-    if (!record || !((await entries.live(record)) || (await entries.inGrace(record)))) return null;
-    const first = firstKept(now());
-    const days = Object.entries(record.usage?.days ?? {}).filter(([day]) => day >= first).sort(([a], [b]) => (a < b ? -1 : 1));
-    return { total: record.usage?.total ?? 0, days: days.map(([date, count]) => ({ date, count })) };
-  };
-
-  const answer = (code: VerificationCode, key?: ApiKeyInfo, controls?: Omit<UseControls, "code">): KeyVerification => ({
-    valid: code === "VALID",
-    code,
-    id: key?.id ?? null,
-    name: key?.name ?? null,
-    roles: key?.roles ?? null,
-    permissions: key?.permissions ?? null,
-    expiresAt: key?.expiresAt ?? null,
-    credits: controls?.credits ?? null,
-    ratelimits: controls?.ratelimits ?? null,
+    if (!record) return; // gone
+    const later = Number.isFinite(at) && !(record.lastUsedAt && Date.parse(record.lastUsedAt) >= at);
+    const adds = days !== undefined && Object.values(days).some(isCount);
+    // This process's credit count, written with the use: see credit-counter.ts.
+    const credits = record.credits && (await creditCounter.persist(id, record.credits, now()));
+    if (!later && !adds && !credits) return; // a later use is there, and nothing to count
+    const next: StoredKey = { ...record };
+    if (later) next.lastUsedAt = iso(at);
+    if (adds) next.usage = counted(record.usage, days, now());
+    if (credits) next.credits = credits;
+    await storage.setItem(`keys:${id}`, next).catch((error: unknown) => {
+      if (credits) creditCounter.unwritten?.(id); // its spends go with the next write
+      throw error;
+    });
   });
+}
 
-  const verifyDetailed = async (secret: string, options: VerifyOptions = {}): Promise<KeyVerification> => {
-    if (typeof secret !== "string") return answer("NOT_FOUND");
-    const key = await deps.verify(secret);
-    if (key) {
-      // The verified key's use, coalesced like the service's: never a write per call.
-      if (options.onUse) options.onUse(key.id);
-      else (recorder ??= createUseRecorder({ recordUse }, {
-        ...recorderOptions,
-        onError: (error) => {
-          ctx.debug(`store: recording a verified key's use failed: ${error instanceof Error ? error.message : String(error)}`);
-          recorderOptions.onError?.(error);
-        },
-      })).seen(key.id);
-      const { validity: _validity, creditState: _state, ...info } = key;
-      const lacking = (options.permissions ?? []).some((p) => p.actions.some((action) => !can(key, p.resource, action)));
-      if (lacking) return answer("INSUFFICIENT_PERMISSIONS", info); // no use of its limits nor credits
-      const controls = await controlUse(deps.rateLimiter, deps.creditCounter, key, now());
-      return answer(controls.code, info, controls);
+/** `KeyStore.recordUse`: each key's use in turn; an error names the ids not written (`UNWRITTEN`). */
+async function recordUse(ctx: StoreContext, creditCounter: CreditCounter, uses: ReadonlyMap<string, number | KeyUse>): Promise<void> {
+  const ids = [...uses.keys()];
+  for (const [i, id] of ids.entries()) {
+    try {
+      await recordOne(ctx, creditCounter, id, uses.get(id)!);
+    } catch (error) {
+      // Counts add up, so a retry must not repeat the keys already written: the error names those that were not.
+      throw Object.assign(error instanceof Error ? error : new Error(String(error)), { [UNWRITTEN]: ids.slice(i) });
     }
-    const { why, key: record } = await deps.explain(secret);
-    const code = why.reason === "expired" ? "EXPIRED" : why.reason === "disabled" ? "DISABLED" : "NOT_FOUND";
-    return answer(code, record && publicView(record));
-  };
+  }
+}
+
+/** `KeyStore.usage`: the counts of a live key or one in its grace period, the days kept in order. */
+async function readUsage({ entries, now }: StoreContext, id: string): Promise<KeyUsage | null> {
+  const record = await entries.readRecord(id);
+  if (!record || !((await entries.live(record)) || (await entries.inGrace(record)))) return null;
+  const first = firstKept(now());
+  const days = Object.entries(record.usage?.days ?? {}).filter(([day]) => day >= first).sort(([a], [b]) => (a < b ? -1 : 1));
+  return { total: record.usage?.total ?? 0, days: days.map(([date, count]) => ({ date, count })) };
+}
+
+/** The answer of `verifyDetailed` for `code`, with what it may say of the key and of its limits and credits. */
+const answer = (code: VerificationCode, key?: ApiKeyInfo, controls?: Omit<UseControls, "code">): KeyVerification => ({
+  valid: code === "VALID",
+  code,
+  id: key?.id ?? null,
+  name: key?.name ?? null,
+  roles: key?.roles ?? null,
+  permissions: key?.permissions ?? null,
+  expiresAt: key?.expiresAt ?? null,
+  credits: controls?.credits ?? null,
+  ratelimits: controls?.ratelimits ?? null,
+});
+
+/** `KeyStore.verifyDetailed`: the verified key's use goes to `options.onUse`, else to the store's own `recorder`. */
+async function verifyDetailed(
+  ctx: StoreContext,
+  deps: UsageDeps,
+  recorder: () => UseRecorder,
+  secret: string,
+  options: VerifyOptions = {},
+): Promise<KeyVerification> {
+  if (typeof secret !== "string") return answer("NOT_FOUND");
+  const key = await deps.verify(secret);
+  if (key) {
+    // The verified key's use, coalesced like the service's: never a write per call.
+    if (options.onUse) options.onUse(key.id);
+    else recorder().seen(key.id);
+    const { validity: _validity, creditState: _state, ...info } = key;
+    const lacking = (options.permissions ?? []).some((p) => p.actions.some((action) => !can(key, p.resource, action)));
+    if (lacking) return answer("INSUFFICIENT_PERMISSIONS", info); // no use of its limits nor credits
+    const controls = await controlUse(deps.rateLimiter, deps.creditCounter, key, ctx.now());
+    return answer(controls.code, info, controls);
+  }
+  const { why, key: record } = await deps.explain(secret);
+  const code = why.reason === "expired" ? "EXPIRED" : why.reason === "disabled" ? "DISABLED" : "NOT_FOUND";
+  return answer(code, record && publicView(record));
+}
+
+/**
+ * The use of keys in the store of `ctx`. Its use recorder (for `verifyDetailed` calls without `onUse`) is
+ * made on first need and written out by `close`.
+ */
+export function createUsage(ctx: StoreContext, deps: UsageDeps, recorderOptions: UseRecorderOptions = {}) {
+  let recorder: UseRecorder | undefined;
+  const record = (uses: ReadonlyMap<string, number | KeyUse>) => recordUse(ctx, deps.creditCounter, uses);
+  const useRecorder = () => (recorder ??= createUseRecorder({ recordUse: record }, {
+    ...recorderOptions,
+    onError: (error) => {
+      ctx.debug(`store: recording a verified key's use failed: ${error instanceof Error ? error.message : String(error)}`);
+      recorderOptions.onError?.(error);
+    },
+  }));
 
   const counters = { rateLimiter: deps.rateLimiter, creditCounter: deps.creditCounter };
-  return { recordUse, usage, verifyDetailed, counters, close: async () => await recorder?.close() };
+  return {
+    recordUse: record,
+    usage: (id: string) => readUsage(ctx, id),
+    verifyDetailed: (secret: string, options?: VerifyOptions) => verifyDetailed(ctx, deps, useRecorder, secret, options),
+    counters,
+    close: async () => await recorder?.close(),
+  };
 }

@@ -1,6 +1,8 @@
 /**
  * The key store, over any unstorage `Storage`. Creating and replacing keys is in `_create.ts`, rotating them in
- * `_rotate.ts`, removing them in `_remove.ts`, verifying in `_verify.ts`; updates, reads and last use are here. The rules they keep together:
+ * `_rotate.ts`, updating them in `_update.ts`, removing them in `_remove.ts`, reading them in `_read.ts`,
+ * verifying in `_verify.ts`, their use in `_usage.ts`; this module makes the context they share and wires
+ * them into a `KeyStore`, each behind the store's error wrapper (`_guard.ts`). The rules they keep together:
  *
  * Layout:
  *
@@ -70,12 +72,8 @@
  */
 import { createOrderedMemory } from "./_key-order.ts";
 import { redactSecrets } from "../core/secret.ts";
-import type { ApiKeyInfo, StoredKey } from "../core/model.ts";
-import { isServiceError, ServiceError } from "../core/errors.ts";
-import { checkKeyPatch, lookupName } from "./_input.ts";
 import { isKeyId } from "../core/input.ts";
-import { describeSystemError } from "./_system-errors.ts";
-import { createEntries, publicView } from "./_entries.ts";
+import { createEntries } from "./_entries.ts";
 import { createVerifier } from "./_verify.ts";
 import { createMemoryAuditLog, localActor } from "./audit.ts";
 import { iso, type StoreContext } from "./_context.ts";
@@ -85,7 +83,10 @@ import { createRotate } from "./_rotate.ts";
 import { createTransfer } from "./_transfer.ts";
 import { createRetired, createReuseAudit, DEFAULT_RETIRED_RETENTION_MS } from "./_retired.ts";
 import { createUsage } from "./_usage.ts";
-import { settleControls, usageCounters } from "./_credits.ts";
+import { usageCounters } from "./_credits.ts";
+import { guard, storeError } from "./_guard.ts";
+import { updateKey } from "./_update.ts";
+import { getKey, getKeyByName, keyPages, listKeys } from "./_read.ts";
 
 export { type AtomicIndex, createLocalAtomicIndex } from "./atomic.ts";
 import { createLocalAtomicIndex } from "./atomic.ts";
@@ -107,17 +108,12 @@ export type {
 import type { KeyStore, KeyStoreOptions } from "./types.ts";
 
 const REVISION = "meta:revision";
-const UPDATABLE = ["name", "description", "roles", "permissions", "expiresAt", "labels", "disabled", "disabledReason", "rateLimits", "credits"] as const;
 
 /**
- * Creates a key store over an unstorage `Storage`.
- *
- * @example
- * const store = createKeyStore(); // in memory
- * const { key, id } = await store.create({ name: "ci", roles: ["ADMIN"], permissions: [] });
- * (await store.verify(key))?.id === id; // true
+ * What a store is built on, from its options: the context its operations share, the in-memory storage
+ * when none is given (with its key order), its retired secrets and its audit log.
  */
-export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
+function openContext(options: KeyStoreOptions) {
   const memory = options.storage ? undefined : createOrderedMemory(); // in memory: with the index pages read
   const storage = options.storage ?? memory!.storage;
   const atomic = options.atomic ?? createLocalAtomicIndex(storage);
@@ -131,7 +127,6 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
     await retired.retire(key);
   };
   const entries = createEntries(storage, debug, retire);
-  const { nameKey, readRecord, readId, live, discard } = entries;
 
   const ctx: StoreContext = {
     storage,
@@ -146,28 +141,13 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
         // A reason may quote a path or a line that holds another key's secret: never into the trail.
         ...(change.reason ? { reason: redactSecrets(change.reason).slice(0, 500) } : {}) }),
   };
-  const { bumpRevision, readRevision, audit } = ctx;
-  const removals = createRemovals(ctx, retired.prune);
-  const create = createCreate(ctx, removals.removeById);
-  const rotate = createRotate(ctx, removals.removeById);
-  const transfer = createTransfer(ctx, removals.removeById, removals.graced);
+  return { ctx, memory, retired, auditLog };
+}
 
-  const storeError = (what: string, error: unknown): ServiceError => {
-    if (isServiceError(error)) return error;
-    const reason = describeSystemError(error) ?? (error instanceof Error ? error.message : String(error));
-    return new ServiceError("STORE_UNAVAILABLE", `Key store unavailable while trying to ${what}: ${reason}`, {
-      cause: error,
-    });
-  };
-  const guard = async <T>(what: string, fn: () => Promise<T>): Promise<T> => {
-    try {
-      return await fn();
-    } catch (error) {
-      throw storeError(what, error);
-    }
-  };
-
-  const { verify, verifyNow, refusal, explain } = createVerifier({
+/** The store's verifier (`_verify.ts`): its cache bounds from `options`, refusals of retired secrets audited as `reuse`. */
+function openVerifier(ctx: StoreContext, retired: ReturnType<typeof createRetired>, options: KeyStoreOptions) {
+  const { entries, readRevision, now, debug, audit } = ctx;
+  return createVerifier({
     entries,
     readRevision,
     cacheSize: options.verifyCacheSize ?? 10_000,
@@ -179,126 +159,56 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
     findRetired: retired.find,
     onRetired: createReuseAudit({ now, debug, append: (key) => audit("reuse", key, { actor: { kind: "key", ...key } }) }),
   });
+}
 
+/**
+ * Creates a key store over an unstorage `Storage`.
+ *
+ * @example
+ * const store = createKeyStore(); // in memory
+ * const { key, id } = await store.create({ name: "ci", roles: ["ADMIN"], permissions: [] });
+ * (await store.verify(key))?.id === id; // true
+ */
+export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
+  const { ctx, memory, retired, auditLog } = openContext(options);
+  const { atomic, storage } = ctx;
+  const removals = createRemovals(ctx, retired.prune);
+  const create = createCreate(ctx, removals.removeById);
+  const rotate = createRotate(ctx, removals.removeById);
+  const transfer = createTransfer(ctx, removals.removeById, removals.graced);
+  const { verify, verifyNow, refusal, explain } = openVerifier(ctx, retired, options);
   const usage = createUsage(ctx, { verify, explain, ...usageCounters(options) }, options.useRecorder);
 
   const store: KeyStore = {
     ...usage.counters,
-
     create: (input, options) => guard("create a key", () => create(input, options)),
-
     rotate: (id, options) => guard("rotate a key", () => rotate(id, options)),
-
     deleteByName: (name, options) => guard("delete a key", () => removals.deleteByName(name, options)),
-
     deleteById: (id, options = {}) =>
       // A malformed id names no key; it must not reach the lock either (it becomes a file name there).
       guard("delete a key", async () => (isKeyId(id) ? removals.removeById(id, "delete", options) : null)),
-
     deleteExpired: (options) => guard("delete expired keys", () => removals.deleteExpired(store.list, options)),
-
-    update: (id, rawPatch, options = {}) =>
-      guard("update a key", () => {
-        const patch = checkKeyPatch(rawPatch, now()); // the CLI's and GraphQL's rules, whoever calls
-        if (!isKeyId(id)) throw new ServiceError("NOT_FOUND", `No API key found with id: ${id}`);
-        return atomic.exclusive(`keys:${id}`, async () => {
-          const found = await readRecord(id);
-          const record = await live(found);
-          if (!record) {
-            if (await entries.inGrace(found)) {
-              throw new ServiceError("NOT_FOUND", `API key ${id} was replaced and only works until ${found!.graceUntil} (its grace period): it can be deleted, not changed`);
-            }
-            throw new ServiceError("NOT_FOUND", `No API key found with id: ${id}`);
-          }
-          const next = { ...record, ...patch, id, hash: record.hash, createdAt: record.createdAt } as StoredKey;
-          if (patch.description !== undefined && !patch.description) delete next.description;
-          if (patch.expiresAt === null) delete next.expiresAt;
-          if (patch.labels !== undefined && Object.keys(patch.labels).length === 0) delete next.labels;
-          settleControls(next, patch, now()); // rate limits [] and credits null: none; credits given: a new count
-          // Kept only while disabled: `disabled: true` and the reason given with the disable (none given: none kept).
-          if (patch.disabled === true && patch.disabledReason === undefined) delete next.disabledReason;
-          if (patch.disabled === false) delete next.disabled, delete next.disabledReason;
-          if (next.roles.length + next.permissions.length === 0) {
-            throw new ServiceError("INVALID_INPUT", "Please add at least one role or permission to the key.");
-          }
-          const changed = UPDATABLE.filter((field) => JSON.stringify(next[field]) !== JSON.stringify(record[field]));
-          if (!changed.length) return publicView(record);
-          const renamed = next.name !== record.name;
-          // The event follows the claim of a new name (a refused rename writes none); if it fails, the claim is given back.
-          if (renamed && !(await atomic.claim(nameKey(next.name), id))) {
-            throw new ServiceError("NAME_TAKEN", `API key with name '${next.name}' already exists.`);
-          }
-          const action = next.disabled === record.disabled ? "update" : next.disabled ? "disable" : "enable";
-          await audit(action, next, options, { changed }).catch(async (error) => {
-            if (renamed) await atomic.takeIf(nameKey(next.name), id).catch(() => {});
-            throw error;
-          });
-          await bumpRevision(); // before too, in case this process dies mid-way
-          await storage.setItem(`keys:${id}`, next);
-          // Compare and delete: an overwrite or delete of the old name took the key away meanwhile (they do not
-          // hold this key's lock for that step). Then the rename loses: release the new name and remove the key;
-          // the overwrite or delete finds nothing left to clean up once it gets the lock.
-          if (renamed && !(await atomic.takeIf(nameKey(record.name), id))) {
-            await atomic.takeIf(nameKey(next.name), id);
-            await bumpRevision();
-            await discard(next);
-            throw new ServiceError("NOT_FOUND", `No API key found with id: ${id} (it was replaced or deleted meanwhile)`);
-          }
-          await bumpRevision();
-          return publicView(next, false, now());
-        });
-      }),
-
-    // A key in its grace period is found too (with `graceUntil`): it can be read and deleted by id.
-    get: (id) => guard("read a key", async () => {
-      const record = await readRecord(id);
-      if (!record) return null;
-      if (await live(record)) return publicView(record, false, now());
-      return (await entries.inGrace(record)) ? publicView(record, true, now()) : null;
-    }),
-
-    getByName: (name) =>
-      guard("read a key", async () => {
-        const record = await readRecord(await readId(nameKey(lookupName(name))));
-        return record && publicView(record, false, now());
-      }),
-
-    list: () =>
-      guard("list keys", async () => {
-        // A chunk of names at a time, each read in one batch: 10,000 keys never hold up the requests served meanwhile.
-        const found = (await transfer.liveRecords()).map((record) => publicView(record, false, now()));
-        for (const record of await removals.graced()) found.push(publicView(record, true, now()));
-        // ISO timestamps order as plain strings (localeCompare costs ~100 ms over 10,000 keys).
-        return found.sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.name.localeCompare(b.name)));
-      }),
-
+    update: (id, patch, options) => guard("update a key", () => updateKey(ctx, id, patch, options)),
+    get: (id) => guard("read a key", () => getKey(ctx, id)),
+    getByName: (name) => guard("read a key", () => getKeyByName(ctx, name)),
+    list: () => guard("list keys", () => listKeys(ctx, transfer.liveRecords, removals.graced)),
     listPages: async function* () {
       try {
-        for await (const page of transfer.livePages()) yield page.map((record) => publicView(record, false, now()));
-        const graced = await removals.graced();
-        if (graced.length) yield graced.map((record) => publicView(record, true, now()));
+        yield* keyPages(ctx, transfer.livePages, removals.graced);
       } catch (error) {
         throw storeError("list keys", error);
       }
     },
-
     ordered: options.atomic ? options.atomic.order : memory?.order,
-
     isEmpty: () => guard("read the store", async () => !(await atomic.hasAny("names"))),
-
     verify,
     refusal,
-
     recordUse: (uses) => guard("record when keys were used", () => usage.recordUse(uses)),
     usage: (id) => guard("read a key's usage", () => usage.usage(id)),
     verifyDetailed: (secret, options) => guard("verify a key", () => usage.verifyDetailed(secret, options)),
-
     audit: (query) => guard("read the audit trail", () => auditLog.read(query)),
-
     exportRecords: () => guard("export keys", transfer.exportRecords),
-
     importRecords: (keys, options) => guard("import keys", () => transfer.importRecords(keys, options)),
-
     close: async () => {
       await usage.close().catch(() => {}); // the uses verifyDetailed counted, written while the storage is open
       await options.dispose?.();

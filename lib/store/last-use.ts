@@ -51,88 +51,123 @@ export interface UseRecorder {
 /** Keys whose last write is remembered; beyond that the oldest are forgotten (their next use writes again, once). */
 const WRITTEN_MAX = 100_000;
 
-export function createUseRecorder(store: Pick<KeyStore, "recordUse">, options: UseRecorderOptions = {}): UseRecorder {
-  const tickMs = options.tickMs ?? 5_000;
-  const intervalMs = options.intervalMs ?? 60_000;
-  const now = options.now ?? Date.now;
-  const pending = new Map<string, Pending>(); // id -> uses not yet written
-  const written = new Map<string, number>(); // id -> when this server last wrote it
-  let timer: ReturnType<typeof setInterval> | undefined;
-  let writing: Promise<void> = Promise.resolve();
-  let closed = false;
+/** One recorder's state, shared by its steps. */
+interface Recorder {
+  store: Pick<KeyStore, "recordUse">;
+  options: UseRecorderOptions;
+  tickMs: number;
+  intervalMs: number;
+  now: () => number;
+  pending: Map<string, Pending>; // id -> uses not yet written
+  written: Map<string, number>; // id -> when this server last wrote it
+  timer: ReturnType<typeof setInterval> | undefined;
+  writing: Promise<void>;
+  closed: boolean;
   // The current UTC day, found again only when the clock leaves it (not a date format per request).
-  let dayStart = NaN;
-  let day = "";
-  const arm = () => {
-    if (timer || closed) return;
-    timer = setInterval(tick, tickMs);
-    timer.unref?.();
+  dayStart: number;
+  day: string;
+}
+
+/** Starts the timer, unless it runs or the recorder is closed. */
+function arm(r: Recorder): void {
+  if (r.timer || r.closed) return;
+  r.timer = setInterval(() => tick(r), r.tickMs);
+  r.timer.unref?.();
+}
+
+/** Marks the uses of `due` as written at `at`, remembering when each was written before (for `requeue`). */
+function markWritten(r: Recorder, due: ReadonlyMap<string, Pending>, at: number): Map<string, number | undefined> {
+  const before = new Map<string, number | undefined>();
+  for (const [id] of due) {
+    r.pending.delete(id);
+    before.set(id, r.written.get(id));
+    r.written.delete(id); // re-inserted last: the map stays in order of writing, oldest first
+    r.written.set(id, at);
+  }
+  while (r.written.size > WRITTEN_MAX) r.written.delete(r.written.keys().next().value!);
+  return before;
+}
+
+/** After a failed write: the uses of `due` not written are pending again, as if never attempted, so the next tick retries them (not a minute later). */
+function requeue(r: Recorder, due: ReadonlyMap<string, Pending>, before: ReadonlyMap<string, number | undefined>, at: number, error: unknown): void {
+  const unwritten = unwrittenOf(error);
+  for (const [id, used] of due) {
+    if (unwritten && !unwritten.has(id)) continue; // written before the failure
+
+    const since = r.pending.get(id);
+    if (since) {
+      since.at = Math.max(since.at, used.at);
+      for (const [day, n] of Object.entries(used.days)) since.days[day] = (since.days[day] ?? 0) + n;
+    } else r.pending.set(id, used);
+    const last = before.get(id);
+    if (r.written.get(id) === at) last === undefined ? r.written.delete(id) : r.written.set(id, last);
+  }
+  r.options.onError?.(error);
+  arm(r);
+}
+
+/** Writes the pending uses that are due (all of them when `force`), after any write still in flight. */
+function write(r: Recorder, force: boolean): Promise<void> {
+  const at = r.now();
+  const due = new Map<string, Pending>();
+  for (const [id, used] of r.pending) {
+    const last = r.written.get(id);
+    if (force || last === undefined || at - last >= r.intervalMs) due.set(id, used);
+  }
+  if (!due.size) return r.writing;
+  const before = markWritten(r, due, at);
+  r.writing = r.writing.then(() => r.store.recordUse(due as ReadonlyMap<string, KeyUse>)).catch((error) => requeue(r, due, before, at, error));
+  return r.writing;
+}
+
+/** The timer's turn: writes what is due, and stops the timer once nothing is pending. */
+function tick(r: Recorder): void {
+  void write(r, false);
+  if (!r.pending.size && r.timer) {
+    clearInterval(r.timer);
+    r.timer = undefined;
+  }
+}
+
+/** `UseRecorder.seen`: one map update, no I/O, no promise. */
+function seen(r: Recorder, id: string): void {
+  const at = r.now();
+  if (!(at >= r.dayStart && at < r.dayStart + DAY_MS)) {
+    r.dayStart = at - (at % DAY_MS);
+    r.day = dayOf(at);
+  }
+  const use = r.pending.get(id);
+  if (use) {
+    use.at = at;
+    use.days[r.day] = (use.days[r.day] ?? 0) + 1;
+  } else r.pending.set(id, { at, days: { [r.day]: 1 } });
+  arm(r);
+}
+
+/** A use recorder writing through `store.recordUse` (see the top of this file). */
+export function createUseRecorder(store: Pick<KeyStore, "recordUse">, options: UseRecorderOptions = {}): UseRecorder {
+  const r: Recorder = {
+    store,
+    options,
+    tickMs: options.tickMs ?? 5_000,
+    intervalMs: options.intervalMs ?? 60_000,
+    now: options.now ?? Date.now,
+    pending: new Map(),
+    written: new Map(),
+    timer: undefined,
+    writing: Promise.resolve(),
+    closed: false,
+    dayStart: NaN,
+    day: "",
   };
-
-  const write = (force: boolean) => {
-    const at = now();
-    const due = new Map<string, Pending>();
-    for (const [id, used] of pending) {
-      const last = written.get(id);
-      if (force || last === undefined || at - last >= intervalMs) due.set(id, used);
-    }
-    if (!due.size) return writing;
-    const before = new Map<string, number | undefined>();
-    for (const [id] of due) {
-      pending.delete(id);
-      before.set(id, written.get(id));
-      written.delete(id); // re-inserted last: the map stays in order of writing, oldest first
-      written.set(id, at);
-    }
-    while (written.size > WRITTEN_MAX) written.delete(written.keys().next().value!);
-    writing = writing.then(() => store.recordUse(due as ReadonlyMap<string, KeyUse>)).catch((error) => {
-      // Not written: pending again, as if never attempted, so the next tick retries it (not a minute later).
-      const unwritten = unwrittenOf(error);
-      for (const [id, used] of due) {
-        if (unwritten && !unwritten.has(id)) continue; // written before the failure
-
-        const since = pending.get(id);
-        if (since) {
-          since.at = Math.max(since.at, used.at);
-          for (const [day, n] of Object.entries(used.days)) since.days[day] = (since.days[day] ?? 0) + n;
-        } else pending.set(id, used);
-        const last = before.get(id);
-        if (written.get(id) === at) last === undefined ? written.delete(id) : written.set(id, last);
-      }
-      options.onError?.(error);
-      arm();
-    });
-    return writing;
-  };
-
-  const tick = () => {
-    void write(false);
-    if (!pending.size && timer) {
-      clearInterval(timer);
-      timer = undefined;
-    }
-  };
-
   return {
-    seen(id) {
-      const at = now();
-      if (!(at >= dayStart && at < dayStart + DAY_MS)) {
-        dayStart = at - (at % DAY_MS);
-        day = dayOf(at);
-      }
-      const use = pending.get(id);
-      if (use) {
-        use.at = at;
-        use.days[day] = (use.days[day] ?? 0) + 1;
-      } else pending.set(id, { at, days: { [day]: 1 } });
-      arm();
-    },
-    flush: () => write(true),
+    seen: (id) => seen(r, id),
+    flush: () => write(r, true),
     close: async () => {
-      closed = true;
-      if (timer) clearInterval(timer);
-      timer = undefined;
-      await write(true);
+      r.closed = true;
+      if (r.timer) clearInterval(r.timer);
+      r.timer = undefined;
+      await write(r, true);
     },
   };
 }
