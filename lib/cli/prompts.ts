@@ -1,6 +1,7 @@
 /**
  * Interactive create and delete at a terminal (`service-api apikey --create|--delete` without
- * `--name`), over our terminal prompt (lib/cli/_tty-prompt.ts). lib/cli/commands/apikey.ts imports this file only on that path.
+ * `--name`), over our terminal prompt (lib/cli/_tty-prompt.ts). lib/cli/create.ts and lib/cli/delete.ts
+ * import this file only on that path.
  *
  * Every answer is checked with the same valibot schemas as the flags; a bad answer is asked again
  * with the rule that it broke. Flags that were given are validated first and never asked for.

@@ -79,6 +79,33 @@ function onOff(env: Env, name: string, fallback: boolean): boolean {
   throw new ServiceError("USAGE", `Invalid ${name} '${raw}': use on or off`);
 }
 
+/** Every setting of `serve` from its flags and the environment, checked before anything is loaded. */
+function serveSettings(flags: ServeFlags, env: Env) {
+  return {
+    host: (flags.host ?? env.HOST ?? "").trim() || "127.0.0.1",
+    port: resolvePort(flags.port, env),
+    corsOrigins: resolveCorsOrigins(flags.corsOrigin, env),
+    allow: resolveMetricsAllow(flags.metricsAllow, env),
+    recordLastUse: resolveLastUse(flags.lastUse, env),
+    gcMetrics: resolveMetricsGc(env),
+    retiredRetentionMs: resolveRetiredRetention(flags.retiredRetention, env),
+    authFailureLimit: flags.authFailureLimit ?? (env.SERVICE_API_AUTH_FAILURE_LIMIT?.trim() || undefined),
+    trustProxy: (flags.trustProxy ?? env.SERVICE_API_TRUST_PROXY ?? "").trim() || undefined,
+  };
+}
+
+/** Waits for SIGTERM or SIGINT, then stops accepting, lets requests in flight finish and closes the store. */
+async function stopOnSignal(server: { close(): Promise<void> }, store: { close(): Promise<void> }, info: (line: string) => void): Promise<void> {
+  const signal = await new Promise<string>((resolve) => {
+    process.once("SIGTERM", () => resolve("SIGTERM"));
+    process.once("SIGINT", () => resolve("SIGINT"));
+  });
+  info(`${signal}: finishing requests in flight, then stopping`);
+  await server.close();
+  await store.close();
+  info("stopped");
+}
+
 /**
  * Runs the service until SIGTERM or SIGINT.
  * @example await runServe({ port: 0 }, { log: console.error })
@@ -88,15 +115,7 @@ export async function runServe(
   io: { log: (line: string) => void; debug?: (line: string) => void; env?: Env },
 ): Promise<Output> {
   const env = io.env ?? process.env;
-  const host = (flags.host ?? env.HOST ?? "").trim() || "127.0.0.1";
-  const port = resolvePort(flags.port, env);
-  const corsOrigins = resolveCorsOrigins(flags.corsOrigin, env);
-  const allow = resolveMetricsAllow(flags.metricsAllow, env);
-  const recordLastUse = resolveLastUse(flags.lastUse, env);
-  const gcMetrics = resolveMetricsGc(env);
-  const retiredRetentionMs = resolveRetiredRetention(flags.retiredRetention, env);
-  const authFailureLimit = flags.authFailureLimit ?? (env.SERVICE_API_AUTH_FAILURE_LIMIT?.trim() || undefined);
-  const trustProxy = (flags.trustProxy ?? env.SERVICE_API_TRUST_PROXY ?? "").trim() || undefined;
+  const { host, port, corsOrigins, allow, recordLastUse, gcMetrics, retiredRetentionMs, authFailureLimit, trustProxy } = serveSettings(flags, env);
   const [{ serve }, { addressMatcher, checkAuthThrottle, createMetrics, createServiceLog, observers }] = await Promise.all([
     import("../../http/serve.ts"),
     import("../../http/ops.ts"),
@@ -155,14 +174,7 @@ export async function runServe(
   if (port === 0) log.announce(listening);
   else info(listening);
   log.flush(); // at once: scripts and tests wait for this line
-  const signal = await new Promise<string>((resolve) => {
-    process.once("SIGTERM", () => resolve("SIGTERM"));
-    process.once("SIGINT", () => resolve("SIGINT"));
-  });
-  info(`${signal}: finishing requests in flight, then stopping`);
-  await server.close();
-  await store.close();
-  info("stopped");
+  await stopOnSignal(server, store, info);
   log.flush();
   return { exitCode: 0 };
 }
