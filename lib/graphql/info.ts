@@ -1,7 +1,8 @@
 /**
- * The host facts behind `Query.info` (their types in the SDL, `INFO_SDL`), one resolver per field, so a request computes only the facts
- * it selects: `{ info { hostname } }` must not enumerate the CPUs. Facts fixed for the life of the
- * process are read once, on first ask; the hostname, uptime and memory are read live.
+ * The host facts behind `Query.info` (their types in the SDL, `INFO_SDL`), one resolver per field, so
+ * a request computes only the facts it selects: `{ info { hostname } }` must not enumerate the CPUs.
+ * Facts fixed for the life of the process are read once, on first ask; the hostname, uptime and memory
+ * are read live.
  */
 import os from "node:os";
 import process from "node:process";
