@@ -1,5 +1,6 @@
 /**
- * `Query.auditLog`: its arguments as a store query, and what one request may read of the trail.
+ * `Query.auditLog`: its types in the SDL, its arguments as a store query, and what one request may read
+ * of the trail.
  */
 import type { AuditEvent } from "../core/model.ts";
 import { ServiceError } from "../core/errors.ts";
@@ -7,6 +8,36 @@ import { parseSince } from "../core/lifecycle.ts";
 import type { KeyStore } from "../store/key-store.ts";
 
 type Args = Record<string, any>;
+
+/** The audit trail's types in the SDL (`Query.auditLog` returns `AuditEvent`s). */
+export const AUDIT_SDL = /* GraphQL */ `
+"Who made a change. kind local: a person at a host (the CLI, the library), with user and host. kind key: the API key that called the service, with id and name."
+type AuditActor {
+  "local or key."
+  kind: String!
+  user: String
+  host: String
+  id: PrefixedID
+  name: String
+}
+
+"One change to the key store. Never holds a secret or a hash."
+type AuditEvent {
+  "When the change was made (ISO 8601, UTC)."
+  at: String!
+  "create, overwrite, update, delete, prune (the removal of an expired key by deleteExpired), import, rotate (a new secret for the key), disable or enable (an update that disabled or enabled the key), or reuse (not a change: a retired secret of this key, deleted or replaced, was presented again; its actor is the key; at most one per key per minute per server)."
+  action: String!
+  "The key changed (for an overwrite, the new key)."
+  id: PrefixedID!
+  name: String!
+  actor: AuditActor!
+  "update, disable, enable: the fields it changed (name, description, roles, permissions, expiresAt, labels, disabled, disabledReason, rateLimits)."
+  changed: [String!]
+  "overwrite: the id of the key it replaced."
+  replaced: PrefixedID
+}
+
+`;
 
 /** What `auditLog` needs of a request's context: the store, and the reads the request made so far. */
 export interface AuditContext {

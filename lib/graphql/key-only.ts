@@ -4,7 +4,7 @@
  */
 import { type DocumentNode, Kind, type OperationDefinitionNode, type SelectionSetNode } from "graphql";
 import { fragmentsOf } from "./documents.ts";
-import { QUERY } from "./fields.ts";
+import { QUERY } from "./query-fields.ts";
 
 /** Query fields (and introspection) whose answer is a function of the caller's key and the arguments alone. */
 const KEY_ONLY_FIELDS = new Set([

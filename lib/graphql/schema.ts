@@ -1,194 +1,28 @@
 /**
- * The GraphQL schema: its SDL, the PrefixedID scalar, and each field's rule attached as its
- * resolver. The API-key part matches the reference service's schema (field, argument and input
- * names), so clients written for it work unchanged. The rules are in `fields.ts`, the host facts in
- * `info.ts`, parsing and validation in `documents.ts`, and the key-only analysis in `key-only.ts`;
- * this module re-exports what the service and the library use from them.
+ * The GraphQL schema: its SDL, assembled from its parts, the PrefixedID scalar, and each field's rule
+ * attached as its resolver. The API-key part matches the reference service's schema (field, argument
+ * and input names), so clients written for it work unchanged. The parts: the keys' types and inputs in
+ * `api-key-sdl.ts`, the audit trail in `audit-log.ts`, the host facts in `info.ts`, use and credits in
+ * `usage.ts` and `credits.ts`; the rules in `query-fields.ts` and `mutation-fields.ts` (checked by
+ * `field-rule.ts`); parsing and validation in `documents.ts`, and the key-only analysis in
+ * `key-only.ts`. This module re-exports what the service and the library use from them.
  */
 import { buildSchema, type GraphQLFieldResolver, GraphQLError, GraphQLObjectType, GraphQLScalarType, type GraphQLSchema, Kind } from "graphql";
-import { ACTIONS, RESOURCES, ROLES } from "../core/model.ts";
-import { API_KEY_MUTATIONS, authorize, type GraphQLContext, QUERY, type Rule } from "./fields.ts";
-import { INFO_FIELDS } from "./info.ts";
+import { API_KEY_INPUTS_SDL, API_KEY_SDL, USER_ACCOUNT_SDL } from "./api-key-sdl.ts";
+import { AUDIT_SDL } from "./audit-log.ts";
+import { authorize, type GraphQLContext, type Rule } from "./field-rule.ts";
+import { QUERY } from "./query-fields.ts";
+import { API_KEY_MUTATIONS } from "./mutation-fields.ts";
+import { INFO_FIELDS, INFO_SDL } from "./info.ts";
 import { API_KEY_USAGE_FIELDS, USAGE_SDL } from "./usage.ts";
 import { cursorOf } from "../core/paging.ts";
 
-export { FIELD_PERMISSIONS, type GraphQLContext } from "./fields.ts";
+export type { GraphQLContext } from "./field-rule.ts";
 export { DOCUMENT_LIMITS, parseDocument, validateDocument } from "./documents.ts";
 export { dependsOnKeyOnly } from "./key-only.ts";
 
-const SDL = /* GraphQL */ `
-enum Role { ${ROLES.join(" ")} }
-enum Resource { ${RESOURCES.join(" ")} }
-enum AuthAction { ${ACTIONS.join(" ")} }
-
-"A string id (a UUID for API keys)."
-scalar PrefixedID
-
-type Permission {
-  resource: Resource!
-  actions: [AuthAction!]!
-}
-
-type ApiKey {
-  id: PrefixedID!
-  name: String!
-  description: String
-  roles: [Role!]!
-  createdAt: String!
-  "The key's explicit permissions (roles add more; see previewEffectivePermissions)."
-  permissions: [Permission!]!
-  "The secret: only in the result of the create mutation, never stored, never shown again."
-  key: String
-  "When the key stops working (ISO 8601, UTC); null: never. An expired key is refused (401) until deleted."
-  expiresAt: String
-  "When the key last authenticated a request (ISO 8601, UTC), to within a minute; null: never. Recorded by each server off the request path."
-  lastUsedAt: String
-  "Only on a key replaced by an overwrite with graceSeconds (or the old secret of a key rotated with graceSeconds): its secret keeps working until then (ISO 8601, UTC)."
-  graceUntil: String
-  "The operator's labels (key=value pairs, at most 20, sorted by key); they grant nothing."
-  labels: [Label!]!
-  "At most limit requests per window of durationMs, each; [] for none. Over one, the service answers 429 (RATE_LIMITED) with Retry-After."
-  rateLimits: [RateLimit!]!
-  "Where a page of apiKeys(first:, after:) ending with this key ends: pass it as after for the next page. Opaque."
-  cursor: String!
-}
-"A named permission set (docker_manager, vm_manager, monitoring, backup_manager, network_admin): a key made with it holds exactly these roles and permissions, added to its own."
-type ApiKeyPreset {
-  name: String!
-  description: String!
-  roles: [Role!]!
-  permissions: [Permission!]!
-}
-
-"A label of a key: key is 1 to 63 lower-case letters, digits, '.', '_' or '-'; value is 1 to 128 ASCII letters, digits, spaces or '. _ - : / @ +'."
-type Label {
-  key: String!
-  value: String!
-}
-
-input LabelInput {
-  key: String!
-  value: String!
-}
-
-"A rate limit of a key: limit (1 to 1000000) requests per window of durationMs (whole seconds, 1000 to 2592000000)."
-type RateLimit {
-  limit: Int!
-  durationMs: Float!
-}
-
-input RateLimitInput {
-  limit: Int!
-  durationMs: Float!
-}
-
-"Who made a change. kind local: a person at a host (the CLI, the library), with user and host. kind key: the API key that called the service, with id and name."
-type AuditActor {
-  "local or key."
-  kind: String!
-  user: String
-  host: String
-  id: PrefixedID
-  name: String
-}
-
-"One change to the key store. Never holds a secret or a hash."
-type AuditEvent {
-  "When the change was made (ISO 8601, UTC)."
-  at: String!
-  "create, overwrite, update, delete, prune (the removal of an expired key by deleteExpired), import, rotate (a new secret for the key), disable or enable (an update that disabled or enabled the key), or reuse (not a change: a retired secret of this key, deleted or replaced, was presented again; its actor is the key; at most one per key per minute per server)."
-  action: String!
-  "The key changed (for an overwrite, the new key)."
-  id: PrefixedID!
-  name: String!
-  actor: AuditActor!
-  "update, disable, enable: the fields it changed (name, description, roles, permissions, expiresAt, labels, disabled, disabledReason, rateLimits)."
-  changed: [String!]
-  "overwrite: the id of the key it replaced."
-  replaced: PrefixedID
-}
-
-type UserAccount {
-  id: PrefixedID!
-  name: String!
-  description: String
-  roles: [Role!]!
-  permissions: [Permission!]!
-}
-
-type InfoMemory {
-  "Bytes."
-  total: Float!
-  "Bytes."
-  free: Float!
-}
-
-type Info {
-  hostname: String!
-  platform: String!
-  release: String!
-  "Seconds since the host booted."
-  uptime: Float!
-  cpus: Int!
-  memory: InfoMemory!
-  "Runtime and its version, e.g. node 20.19.0 or deno 2.1.0."
-  runtime: String!
-  "The service's version."
-  version: String!
-}
-
-input AddPermissionInput {
-  resource: Resource!
-  actions: [AuthAction!]!
-}
-
-input CreateApiKeyInput {
-  name: String!
-  description: String
-  roles: [Role!]
-  permissions: [AddPermissionInput!]
-  "Replace a key of the same name: new id, new secret; the old secret stops working (at once, or after graceSeconds)."
-  overwrite: Boolean
-  "When the key stops working: an ISO 8601 time with its zone (2026-12-31T18:00:00Z, or a date for midnight UTC), in the future, at most 3650 days away. Null or absent: never."
-  expiresAt: String
-  "With overwrite: the replaced key's secret keeps working this many seconds more (1 to 86400), so that a deployment can roll over without downtime."
-  graceSeconds: Int
-  "Labels, at most 20."
-  labels: [LabelInput!]
-  "Rate limits, at most 5, one per window."
-  rateLimits: [RateLimitInput!]
-  "Presets (see apiKeyPresets), comma-separated: their roles and permissions are added to roles and permissions."
-  preset: String
-}
-
-input UpdateApiKeyInput {
-  id: PrefixedID!
-  name: String
-  description: String
-  roles: [Role!]
-  permissions: [AddPermissionInput!]
-  "A new expiry (ISO 8601 with its zone, in the future); null removes the expiry; absent leaves it."
-  expiresAt: String
-  "The whole new set of labels; [] removes them all; absent leaves them."
-  labels: [LabelInput!]
-  "The whole new set of rate limits; [] removes them all; absent leaves them."
-  rateLimits: [RateLimitInput!]
-}
-
-input DeleteApiKeyInput {
-  ids: [PrefixedID!]!
-}
-
-input AddRoleForApiKeyInput {
-  apiKeyId: PrefixedID!
-  role: Role!
-}
-
-input RemoveRoleFromApiKeyInput {
-  apiKeyId: PrefixedID!
-  role: Role!
-}
-
+// The parts in the order clients have always seen the types (introspection lists them in this order).
+const SDL = /* GraphQL */ `${API_KEY_SDL}${AUDIT_SDL}${USER_ACCOUNT_SDL}${INFO_SDL}${API_KEY_INPUTS_SDL}
 type Query {
   "Every key, oldest first (then by id when paged). filter: words that must all match: label:env=prod, label:env, role:ADMIN, state:active|grace|expired|disabled, name:text or a part of the name. first (1 to 1000) and after (the cursor of the last key of the previous page) return one page: a page shorter than first is the last. Without either, every key at once."
   apiKeys(filter: String, first: Int, after: String): [ApiKey!]
@@ -223,6 +57,12 @@ type Mutation {
   apiKey: ApiKeyMutations!
 }
 ${USAGE_SDL}`;
+
+/** The permission each field needs, `"Query.apiKeys": "API_KEY:READ_ANY"`: for docs and tests. */
+export const FIELD_PERMISSIONS: Readonly<Record<string, string>> = Object.fromEntries([
+  ...Object.entries(QUERY).map(([field, rule]) => [`Query.${field}`, rule.needs]),
+  ...Object.entries(API_KEY_MUTATIONS).map(([field, rule]) => [`Mutation.apiKey.${field}`, rule.needs]),
+]);
 
 const MAX_ID_LENGTH = 200;
 const prefixedId = (value: unknown): string => {

@@ -8,7 +8,7 @@ import { parseInput, PermissionsSchema } from "../core/input.ts";
 import type { KeyStore } from "../store/key-store.ts";
 import { CREDITS_SDL } from "./credits.ts";
 
-/** What these resolvers need of the request's context (a part of fields.ts's `GraphQLContext`). */
+/** What these resolvers need of the request's context (a part of field-rule.ts's `GraphQLContext`). */
 type StoreContext = { store: KeyStore; seen?: (id: string) => void };
 
 export const USAGE_SDL = /* GraphQL */ `

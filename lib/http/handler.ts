@@ -1,7 +1,7 @@
 /**
  * The service's runtime-neutral handler: route (`/graphql`, the explorer, `/healthz`, `/readyz`,
- * `/metrics`), authenticate by API key, answer (remembered, `answer-cache.ts`, or by the GraphQL route,
- * `route.ts`), observe (the access log and the metrics). Adapters: `fetch.ts` (fetch runtimes, Deno) and
+ * `/metrics`), authenticate by API key (`authenticate.ts`), answer (remembered, `answer-cache.ts`, or
+ * by the GraphQL route, `route.ts`), observe (the access log and the metrics). Adapters: `fetch.ts` (fetch runtimes, Deno) and
  * `node.ts` (node:http); `serve.ts` listens.
  *
  * Every request verifies its key against the store (a few reads by known keys), so a key deleted or
@@ -12,35 +12,18 @@
  * answer, a compiled query): see `core/maybe-promise.ts`.
  */
 import type { VerifiedKey } from "../store/types.ts";
-import { after, isPromise, type MaybePromise } from "../core/maybe-promise.ts";
-import { isWellFormedSecret } from "../core/secret.ts";
+import { after, type MaybePromise } from "../core/maybe-promise.ts";
 import { ClientGone } from "../graphql/limits.ts";
 import { createOutageTracker } from "./outage.ts";
 import { createAnswerCache } from "./answer-cache.ts";
 import { createGraphQLRoute } from "./route.ts";
 import { startLastUse } from "./last-use.ts";
-import { controlled } from "./credits.ts";
-import { createMemoryRateLimiter } from "../store/rate-limiter.ts";
-import { createMemoryCreditCounter } from "../store/credit-counter.ts";
-import {
-  createErrorFormatter,
-  errorResponse,
-  inMediaType,
-  internal,
-  isStoreDown,
-  KEY_REFUSED,
-  notAcceptable,
-  PRIVATE_HEADERS,
-  privately,
-  storeDown,
-  tooLarge,
-  unauthenticated,
-} from "./responses.ts";
-import { createAuthThrottle } from "./auth-throttle.ts";
+import { createAuthenticate } from "./authenticate.ts";
+import { createErrorFormatter, errorResponse, inMediaType, internal, isStoreDown, notAcceptable, PRIVATE_HEADERS, privately, storeDown } from "./responses.ts";
 import { type GraphQLMediaType, negotiate } from "./negotiate.ts";
 import { createCors } from "./cors.ts";
-import { type AuthFailure, type HandlerOptions, MAX_BODY_BYTES, type RequestEvent, type ServiceHandler, type ServiceObserver, type ServiceRequest, type ServiceResponse } from "./types.ts";
-import { credential, pathOf } from "./request.ts";
+import type { HandlerOptions, ServiceHandler, ServiceObserver, ServiceRequest, ServiceResponse, Trace } from "./types.ts";
+import { pathOf } from "./request.ts";
 import { explorerRoute } from "./explorer-route.ts";
 import { consoleRoute } from "./console.ts";
 import { healthz, metricsRoute, readiness } from "./ops-routes.ts";
@@ -48,14 +31,6 @@ import { healthz, metricsRoute, readiness } from "./ops-routes.ts";
 export { type FetchHandler, type HandlerOptions, MAX_BODY_BYTES, type ServiceHandler, type ServiceRequest, type ServiceResponse } from "./types.ts";
 
 type AnyResponse = ServiceResponse<string | Uint8Array<ArrayBuffer>>;
-
-/** What the access log and the metrics learn of a request on its way (see `RequestEvent`). */
-interface Trace {
-  key?: { id: string; name: string };
-  operation?: RequestEvent["operation"];
-  /** The answer was computed, not remembered (a remembered one is always a query's). */
-  computed?: boolean;
-}
 
 /** What answering /graphql needs from the handler's set-up. */
 interface EndpointParts {
@@ -67,33 +42,19 @@ interface EndpointParts {
 }
 
 /**
- * `/graphql`: negotiate, authenticate (the body is read only once the key is good), answer (remembered
- * or by the GraphQL route), and send it in the media type negotiated, private, with CORS.
+ * `/graphql`: negotiate, authenticate (`authenticate.ts`: the body is read only once the key is good),
+ * answer (remembered or by the GraphQL route), and send it in the media type negotiated, private, with CORS.
  */
 function graphqlEndpoint({ options, outage, lastUse, onError, failure }: EndpointParts) {
-  const { store, observer } = options;
-  const verify = store.verifyNow?.bind(store) ?? ((secret: string) => store.verify(secret));
-  const limiter = store.rateLimiter ?? createMemoryRateLimiter();
-  const credits = store.creditCounter ?? createMemoryCreditCounter();
-  const limit = options.maxBodyBytes ?? MAX_BODY_BYTES;
+  const { store } = options;
   const answers = createAnswerCache();
   const cors = createCors(options.corsOrigins);
   const graphql = createGraphQLRoute({ formatError: createErrorFormatter(onError), storeFailed: (error) => outage.failed(error), headers: PRIVATE_HEADERS });
-  // Every refusal is counted for its client address, and is a 429 past the limit (see auth-throttle.ts).
-  const throttle = createAuthThrottle(options);
-  const refusal = (reason: AuthFailure, message: string) => (observer?.authFailed(reason), unauthenticated(message, reason));
-  const refuse = (request: ServiceRequest, reason: AuthFailure, message: string) => throttle(request, () => refusal(reason, message));
-  /** The 401 for a well-formed secret `verify` refused (a retired one is told to the observer too), or the 429. */
-  const refused = (request: ServiceRequest, secret: string) =>
-    throttle(request, () => store.refusal(secret).then(({ reason, retired }) => {
-      if (retired) observer?.retiredKeyUsed?.({ ...retired, address: request.remoteAddress });
-      return refusal(reason, KEY_REFUSED[reason]);
-    }));
   // verifyApiKey counts the verified key's use here too: off when this server records no use.
   const seen = lastUse ? (id: string) => lastUse.seen(id) : () => {};
 
-  const answer = (request: ServiceRequest, key: VerifiedKey, body: string | null, mediaType: GraphQLMediaType, trace: Trace): MaybePromise<ServiceResponse> => {
-    if (body === null) return tooLarge(limit);
+  /** A verified key's request answered: remembered, or by the GraphQL route (then maybe remembered). */
+  const answer = (request: ServiceRequest, key: VerifiedKey, body: string, mediaType: GraphQLMediaType, trace: Trace): MaybePromise<ServiceResponse> => {
     trace.key = key;
     return answers.answer(key.validity, request, body, () => {
       trace.computed = true;
@@ -103,36 +64,7 @@ function graphqlEndpoint({ options, outage, lastUse, onError, failure }: Endpoin
       });
     });
   };
-
-  const authenticate = (request: ServiceRequest, mediaType: GraphQLMediaType, trace: Trace): MaybePromise<ServiceResponse> => {
-    if (request.method !== "GET" && request.method !== "POST") {
-      return errorResponse(405, "METHOD_NOT_ALLOWED", "Use POST (or GET for queries) on /graphql", { allow: "GET, POST" });
-    }
-    if (Number(request.headers.get("content-length") ?? 0) > limit) return tooLarge(limit);
-    const found = credential(request.headers);
-    if ("problem" in found) return refuse(request, found.problem.startsWith("Missing") ? "missing" : "malformed", found.problem);
-    const { secret } = found;
-    // The checksum catches mistyped and made-up keys without touching the store.
-    if (!isWellFormedSecret(secret)) return refuse(request, "malformed", "Malformed API key: it should start with 'sapi_' and be copied completely");
-    return after(verify(secret, request.receivedAt), (key) => {
-      if (!key) return refused(request, secret); // only now, for the message: a second read, never a write
-      lastUse?.seen(key.id); // remembered answers included: the key authenticated this request
-      trace.key = key;
-      // Only a key with limits or credits is counted: one without costs nothing more.
-      if (!key.rateLimits && !key.creditState) return proceed(request, secret, key, mediaType, trace);
-      return controlled(limiter, credits, key, Date.now(), () => proceed(request, secret, key, mediaType, trace));
-    });
-  };
-
-  /** A verified key's request: its body read, the key checked again if that came later, then answered. */
-  const proceed = (request: ServiceRequest, secret: string, key: VerifiedKey, mediaType: GraphQLMediaType, trace: Trace): MaybePromise<ServiceResponse> => {
-    const body = request.method === "POST" ? request.body() : "";
-    if (!isPromise(body)) return answer(request, key, body, mediaType, trace);
-    // The body came after the head, maybe much later (up to the request timeout): the key is checked
-    // again once it is in, with a revision read of its own, so a revocation or an update finished
-    // before the body was sent applies to it.
-    return body.then((body) => after(verify(secret), (again) => (again ? answer(request, again, body, mediaType, trace) : refused(request, secret))));
-  };
+  const authenticate = createAuthenticate(options, lastUse, answer);
 
   /** A /graphql answer as sent: in the media type negotiated, private, with CORS. */
   const sent = (request: ServiceRequest, response: ServiceResponse, mediaType: GraphQLMediaType | null): ServiceResponse => {

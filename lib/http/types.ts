@@ -69,6 +69,14 @@ export interface RequestEvent {
   operation: "query" | "mutation" | "subscription" | "none";
 }
 
+/** What the access log and the metrics learn of a request on its way (see `RequestEvent`). */
+export interface Trace {
+  key?: { id: string; name: string };
+  operation?: RequestEvent["operation"];
+  /** The answer was computed, not remembered (a remembered one is always a query's). */
+  computed?: boolean;
+}
+
 /**
  * Why a request was not authenticated: no key, a malformed key or header, a key the store does not know
  * (never issued, revoked or replaced), a key whose expiry or grace period has passed, or a disabled key.
