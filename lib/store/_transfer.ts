@@ -7,6 +7,7 @@
 import type { StoredKey } from "../core/model.ts";
 import { isKeyId } from "../core/input.ts";
 import { ServiceError } from "../core/errors.ts";
+import { creditsAt, storedCredits } from "../core/credits.ts";
 import type { StoreContext } from "./_context.ts";
 import type { ExportedKey } from "./transfer.ts";
 import type { ChangeOptions, ImportOptions, ImportReport, ImportedKey } from "./types.ts";
@@ -66,9 +67,18 @@ async function conflicts(ctx: StoreContext, record: StoredKey): Promise<{ id: st
   return [...found].map(([id, why]) => ({ id, why }));
 }
 
+/**
+ * An imported key's credits set anew at `now` (their refill applied first): an import sets the count, as
+ * an update does, so a count a server still holds for this id (Redis keeps one after a delete) is stale.
+ */
+function restamped(record: StoredKey, now: number): StoredKey {
+  return record.credits ? { ...record, credits: storedCredits(creditsAt(record.credits, now), now) } : record;
+}
+
 /** Writes one key; false when its name was taken meanwhile (then nothing of it is left). */
-async function put(ctx: StoreContext, record: StoredKey, change: ChangeOptions): Promise<boolean> {
+async function put(ctx: StoreContext, exported: StoredKey, change: ChangeOptions): Promise<boolean> {
   const { storage, atomic, audit } = ctx;
+  const record = restamped(exported, ctx.now());
   const { nameKey, graceKey, discard } = ctx.entries;
   await Promise.all([storage.setItem(`keys:${record.id}`, record), storage.setItem(`secrets:${record.hash}`, record.id)]);
   try {

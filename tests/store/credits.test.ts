@@ -153,6 +153,21 @@ describe.each(Object.keys(backends))("credits on %s", (name) => {
     await other.importRecords(parsed.keys);
     expect((await other.get(id))?.credits).toEqual({ remaining: 7, refill: { amount: 9, interval: "month" } });
   });
+
+  it("a key exported, spent, deleted and imported back gets the exported count, not the spent one", async () => {
+    const open = backends[name]();
+    const store = await open();
+    const { key, id } = await store.create(input("restored", { credits: { remaining: 3 } }));
+    const parsed = parseExport([...exportLines(await store.exportRecords())].join(""));
+    expect(await codes(store, key, 4)).toEqual([["VALID", 2], ["VALID", 1], ["VALID", 0], ["USAGE_EXCEEDED", 0]]);
+    await store.deleteById(id);
+    await store.importRecords(parsed.keys);
+    // What the list shows is what the service counts from: on Redis the deleted key's count is still there.
+    expect((await store.get(id))?.credits).toEqual({ remaining: 3 });
+    expect(await codes(store, key, 4)).toEqual([["VALID", 2], ["VALID", 1], ["VALID", 0], ["USAGE_EXCEEDED", 0]]);
+    const again = await open(); // another process on the same data counts from the same setting
+    expect((await again.get(id))?.credits).toEqual({ remaining: 3 });
+  });
 });
 
 describe("a failed write of the count", () => {
