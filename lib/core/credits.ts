@@ -102,12 +102,18 @@ export function creditsView(credits: StoredCredits, now = Date.now()): Credits {
   return refill ? { remaining, refill: { ...refill } } : { remaining };
 }
 
-/** Credits given (create, update, import) as stored from `now`. */
-export const storedCredits = (credits: Credits, now: number): StoredCredits => ({
-  remaining: credits.remaining,
-  ...(credits.refill ? { refill: { ...credits.refill } } : {}),
-  setAt: new Date(now).toISOString(),
-});
+/**
+ * Credits given (create, update, import) as stored from `now`: a new setting. Its `setAt` names it, so it
+ * differs from the `replaced` setting's even within one millisecond (a count of that one is stale then).
+ */
+export const storedCredits = (credits: Credits, now: number, replaced?: StoredCredits): StoredCredits => {
+  const last = replaced ? Date.parse(replaced.setAt) : -Infinity;
+  return {
+    remaining: credits.remaining,
+    ...(credits.refill ? { refill: { ...credits.refill } } : {}),
+    setAt: new Date(now > last ? now : last + 1).toISOString(),
+  };
+};
 
 /** Credits as the list shows them: `42`, `42 (1000/day)`; "" for none. */
 export const formatCredits = (credits: Credits | undefined): string =>

@@ -16,10 +16,10 @@ export const usageCounters = (options: { rateLimiter?: RateLimiter; creditCounte
 /**
  * `next` (the record with `patch` spread over it) as stored: `rateLimits: []` and `credits: null` remove
  * them; credits given are a new setting from `now` (every server's count starts again from them), so an
- * update is how an operator tops up a key that ran out.
+ * update is how an operator tops up a key that ran out. `replaced`: the record's credits before the patch.
  */
-export function settleControls(next: StoredKey, patch: KeyPatch, now: number): void {
+export function settleControls(next: StoredKey, patch: KeyPatch, now: number, replaced?: StoredKey["credits"]): void {
   if (patch.rateLimits?.length === 0) delete next.rateLimits;
   if (patch.credits === null) delete next.credits;
-  else if (patch.credits) next.credits = storedCredits(patch.credits, now);
+  else if (patch.credits) next.credits = storedCredits(patch.credits, now, replaced);
 }

@@ -72,7 +72,7 @@ async function conflicts(ctx: StoreContext, record: StoredKey): Promise<{ id: st
  * an update does, so a count a server still holds for this id (Redis keeps one after a delete) is stale.
  */
 function restamped(record: StoredKey, now: number): StoredKey {
-  return record.credits ? { ...record, credits: storedCredits(creditsAt(record.credits, now), now) } : record;
+  return record.credits ? { ...record, credits: storedCredits(creditsAt(record.credits, now), now, record.credits) } : record;
 }
 
 /** Writes one key; false when its name was taken meanwhile (then nothing of it is left). */

@@ -33,7 +33,7 @@ function patched(record: StoredKey, patch: KeyPatch, now: number): StoredKey {
   if (patch.description !== undefined && !patch.description) delete next.description;
   if (patch.expiresAt === null) delete next.expiresAt;
   if (patch.labels !== undefined && Object.keys(patch.labels).length === 0) delete next.labels;
-  settleControls(next, patch, now); // rate limits [] and credits null: none; credits given: a new count
+  settleControls(next, patch, now, record.credits); // rate limits [] and credits null: none; credits given: a new count
   // Kept only while disabled: `disabled: true` and the reason given with the disable (none given: none kept).
   if (patch.disabled === true && patch.disabledReason === undefined) delete next.disabledReason;
   if (patch.disabled === false) delete next.disabled, delete next.disabledReason;

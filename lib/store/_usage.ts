@@ -125,7 +125,11 @@ async function verifyDetailed(
     else recorder().seen(key.id);
     const { validity: _validity, creditState: _state, ...info } = key;
     const lacking = (options.permissions ?? []).some((p) => p.actions.some((action) => !can(key, p.resource, action)));
-    if (lacking) return answer("INSUFFICIENT_PERMISSIONS", info); // no use of its limits nor credits
+    if (lacking) {
+      // No use of its limits nor credits; its credits are shown as they stand, as for any refusal.
+      const credits = key.creditState ? await deps.creditCounter.peek(key.id, key.creditState, ctx.now()) : null;
+      return answer("INSUFFICIENT_PERMISSIONS", info, { credits, ratelimits: null });
+    }
     const controls = await controlUse(deps.rateLimiter, deps.creditCounter, key, ctx.now());
     return answer(controls.code, info, controls);
   }

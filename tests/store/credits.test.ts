@@ -154,6 +154,14 @@ describe.each(Object.keys(backends))("credits on %s", (name) => {
     expect((await other.get(id))?.credits).toEqual({ remaining: 7, refill: { amount: 9, interval: "month" } });
   });
 
+  it("a verification refused for missing permissions takes no credit and shows those left", async () => {
+    const store = await backends[name]()();
+    const { key } = await store.create(input("reader", { credits: { remaining: 3 } }));
+    const lacking = await store.verifyDetailed(key, { onUse: () => {}, permissions: [{ resource: "DOCKER", actions: ["UPDATE_ANY"] }] });
+    expect(lacking).toMatchObject({ code: "INSUFFICIENT_PERMISSIONS", valid: false, credits: 3 });
+    expect(await codes(store, key, 1)).toEqual([["VALID", 2]]);
+  });
+
   it("a key exported, spent, deleted and imported back gets the exported count, not the spent one", async () => {
     const open = backends[name]();
     const store = await open();
