@@ -90,7 +90,7 @@ export function createMemoryRateLimiter(maxWindows = MEMORY_WINDOWS): RateLimite
   let total = 0; // windows in `keys`
   let placed = 0; // placements so far: the map's order is that of `Windows.placed`
   const stale = Math.max(1, Math.floor(maxWindows / 8));
-  // Reused by every call (hit is synchronous, and verdictOf keeps neither).
+  // Reused by every call (hit is synchronous, and verdictOf keeps neither; it reads the first limits.length).
   const counts: number[] = [], resets: number[] = [], found: (Window | undefined)[] = [];
   return {
     hit(keyId, limits, now) {
@@ -107,7 +107,6 @@ export function createMemoryRateLimiter(maxWindows = MEMORY_WINDOWS): RateLimite
         resets[i] = live ? window!.endsAt - now : l.durationMs;
         if (counts[i] >= l.limit) allowed = false;
       }
-      found.length = counts.length = resets.length = n;
       if (entry && placed - entry.placed >= stale) {
         keys.delete(keyId); // moved to the end: most recently used last (refused requests too)
         keys.set(keyId, entry);
