@@ -8,7 +8,7 @@ import { after, type MaybePromise } from "../core/maybe-promise.ts";
 import type { CreditCounter } from "../store/credit-counter.ts";
 import type { RateLimiter } from "../store/rate-limiter.ts";
 import type { VerifiedKey } from "../store/types.ts";
-import { limited, rateHeaders, rateLimited } from "./rate-limit.ts";
+import { limited, rateLimited, withRateHeaders } from "./rate-limit.ts";
 import { errorResponse } from "./responses.ts";
 import type { ServiceResponse } from "./types.ts";
 
@@ -33,8 +33,7 @@ export function controlled(
     // Both in one step (Redis: one script, one round trip).
     return after(counter.spendLimited(key.id, limits, state, now), ({ rate, credit }) => {
       if (!rate.allowed) return rateLimited(limits, rate);
-      const headers = rateHeaders(limits, rate);
-      return after(credit?.allowed ? answer() : usageExceeded(key), (response) => ({ status: response.status, headers: Object.assign({}, response.headers, headers), body: response.body }));
+      return after(credit?.allowed ? answer() : usageExceeded(key), (response) => withRateHeaders(response, limits, rate));
     });
   }
   const spend = state ? () => after(counter.spend(key.id, state, now), (verdict) => (verdict.allowed ? answer() : usageExceeded(key))) : answer;

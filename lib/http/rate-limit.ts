@@ -10,23 +10,36 @@ import { after, type MaybePromise } from "../core/maybe-promise.ts";
 import type { RateLimit } from "../core/rate-limits.ts";
 import { formatWindow } from "../core/rate-limits.ts";
 import type { RateLimiter, RateVerdict } from "../store/rate-limiter.ts";
-import { errorResponse } from "./responses.ts";
+import { amended, errorResponse } from "./responses.ts";
 import type { ServiceResponse } from "./types.ts";
 
 /** Whole seconds, rounded up, at least 1: `Retry-After` and `reset`. */
 export const retrySeconds = (ms: number): number => Math.max(1, Math.ceil(ms / 1_000));
 
+/** `RateLimit-Policy`'s value for each set of limits seen (a key's limits are one array while it is remembered). */
+const policies = new WeakMap<readonly RateLimit[], string>();
 /** `RateLimit-Policy`'s value: each limit and its window in seconds. */
-export const policyHeader = (limits: readonly RateLimit[]): string =>
-  limits.map((l) => `${l.limit};w=${Math.round(l.durationMs / 1_000)}`).join(", ");
+export function policyHeader(limits: readonly RateLimit[]): string {
+  let policy = policies.get(limits);
+  if (policy === undefined) policies.set(limits, policy = limits.map((l) => `${l.limit};w=${Math.round(l.durationMs / 1_000)}`).join(", "));
+  return policy;
+}
+/** `RateLimit`'s value: the limit with least room left (or the one that refused). */
+const rateValue = (verdict: RateVerdict): string =>
+  "limit=" + verdict.limit + ", remaining=" + verdict.remaining + ", reset=" + retrySeconds(verdict.resetMs);
 
 /** The headers an answer to a key with limits carries. */
 export function rateHeaders(limits: readonly RateLimit[], verdict: RateVerdict): Record<string, string> {
-  return {
-    "ratelimit-policy": policyHeader(limits),
-    ratelimit: `limit=${verdict.limit}, remaining=${verdict.remaining}, reset=${retrySeconds(verdict.resetMs)}`,
-  };
+  return { "ratelimit-policy": policyHeader(limits), ratelimit: rateValue(verdict) };
 }
+
+/**
+ * `response` with the rate-limit headers added for this request: never written into `response`, which may
+ * be remembered and is frozen, and amended (`responses.ts`) so that node.ts writes a remembered answer's
+ * head as kept, then these two lines.
+ */
+export const withRateHeaders = (response: ServiceResponse, limits: readonly RateLimit[], verdict: RateVerdict): ServiceResponse =>
+  amended(response, ["ratelimit-policy", policyHeader(limits), "ratelimit", rateValue(verdict)]);
 
 /** 429: a limit of the key is full until its window ends (Retry-After, in whole seconds, rounded up). */
 export function rateLimited(limits: readonly RateLimit[], verdict: RateVerdict): ServiceResponse {
@@ -41,7 +54,7 @@ export function rateLimited(limits: readonly RateLimit[], verdict: RateVerdict):
 
 /**
  * `answer()` for a key with `limits` once the limiter allows it, with the headers added to a copy of
- * the response (answers may be remembered and frozen); else the 429, without calling `answer`.
+ * the answer (see `withRateHeaders`); else the 429, without calling `answer`.
  */
 export function limited(
   limiter: RateLimiter,
@@ -52,8 +65,6 @@ export function limited(
   const limits = key.rateLimits!;
   return after(limiter.hit(key.id, limits, now), (verdict) => {
     if (!verdict.allowed) return rateLimited(limits, verdict);
-    const headers = rateHeaders(limits, verdict);
-    // A plain copy: a remembered answer's mark must not pass on (node.ts keeps a head per remembered object).
-    return after(answer(), (response) => ({ status: response.status, headers: Object.assign({}, response.headers, headers), body: response.body }));
+    return after(answer(), (response) => withRateHeaders(response, limits, verdict));
   });
 }

@@ -64,6 +64,47 @@ export const privately = <R extends ServiceResponse>(response: R): R | ServiceRe
     ? response
     : { status: response.status, headers: Object.assign({}, response.headers, PRIVATE_HEADERS), body: response.body };
 
+/**
+ * `base` with header lines `added` (flat: name, value, name, value) for this request alone: a rate-limited
+ * key's `RateLimit` headers (`rate-limit.ts`), whose values change on every request while `base` may be a
+ * remembered answer. `headers` holds all of them, as on any answer; `base` and `added` let node.ts write
+ * the head it keeps for a remembered `base` and then the added lines, without building a head per request.
+ * A spread copy is a plain response (its headers may have changed), so only this object says so.
+ */
+export class AmendedResponse implements ServiceResponse {
+  readonly status: number;
+  readonly headers: Record<string, string>;
+  readonly body: string | null;
+  readonly #base: ServiceResponse;
+  readonly #added: readonly string[];
+  /** Use `amended`, which checks that no added name is already in `base`. */
+  private constructor(base: ServiceResponse, added: readonly string[], headers: Record<string, string>) {
+    this.status = base.status;
+    this.headers = headers;
+    this.body = base.body;
+    this.#base = base;
+    this.#added = added;
+  }
+  get base(): ServiceResponse {
+    return this.#base;
+  }
+  get added(): readonly string[] {
+    return this.#added;
+  }
+  /** `base` with `added`: an AmendedResponse, or a plain copy when a name would replace one of `base`'s. */
+  static of(base: ServiceResponse, added: readonly string[]): ServiceResponse {
+    const headers = Object.assign({}, base.headers);
+    let replaces = false;
+    for (let i = 0; i < added.length; i += 2) {
+      if (added[i] in headers) replaces = true;
+      headers[added[i]] = added[i + 1];
+    }
+    return replaces ? { status: base.status, headers, body: base.body } : new AmendedResponse(base, added, headers);
+  }
+}
+/** `base` with the header lines `added` (name, value, …) added: see `AmendedResponse`. */
+export const amended = (base: ServiceResponse, added: readonly string[]): ServiceResponse => AmendedResponse.of(base, added);
+
 /** `response` as `mediaType` when it is one the service wrote as JSON (a copy: answers may be cached). */
 export function inMediaType(response: ServiceResponse, mediaType: string): ServiceResponse {
   const type = response.headers["content-type"];

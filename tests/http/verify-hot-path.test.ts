@@ -9,7 +9,8 @@ import { openKeyStore, parseStoreSpec } from "../../lib/store/config.ts";
 import type { KeyStore } from "../../lib/store/key-store.ts";
 import { createServiceHandler } from "../../lib/http/handler.ts";
 import { COMPILE_AFTER } from "../../lib/graphql/compiled.ts";
-import type { ServiceRequest, ServiceResponse } from "../../lib/http/types.ts";
+import { isRemembered, type ServiceRequest, type ServiceResponse } from "../../lib/http/types.ts";
+import { AmendedResponse } from "../../lib/http/responses.ts";
 import { tempDir } from "../helpers/cli.ts";
 
 const { dir: root, cleanup } = tempDir("service-api-hot-path-");
@@ -264,6 +265,29 @@ describe("the head of a remembered answer", () => {
     const [head, body] = first.split("\r\n\r\n");
     expect(head).toMatch(new RegExp(`content-length: ${Buffer.byteLength(body)}\r`, "i"));
     expect(body).toContain("ünïcödé");
+    await server.close();
+    await handle.close();
+  });
+  it("for a key with a rate limit and credits, is the remembered head and this request's RateLimit lines, every time", async () => {
+    const { store } = await fsStore();
+    const { key } = await store.create({ ...input("limited"), rateLimits: [{ limit: 10, durationMs: 60_000 }], credits: { remaining: 100 } });
+    const handle = createServiceHandler({ store, recordLastUse: false });
+    const server = await listen(handle, 4096, 16);
+    const answers = [];
+    for (let i = 0; i < 4; i++) answers.push(await rawPost(server.port, key));
+    const lines = (answer: string, name: string) => answer.split("\r\n").filter((line) => line.toLowerCase().startsWith(`${name}:`));
+    // Each answer carries its own count, once, and the policy once: the kept head took none of them in.
+    expect(answers.map((a) => lines(a, "ratelimit"))).toEqual([9, 8, 7, 6].map((left) => [`ratelimit: limit=10, remaining=${left}, reset=60`]));
+    for (const a of answers) expect(lines(a, "ratelimit-policy")).toEqual(["ratelimit-policy: 10;w=60"]);
+    const rest = (a: string) => withoutDate(a).replace(/^ratelimit: .*\r\n/im, "");
+    for (const a of answers.slice(1)) expect(rest(a)).toBe(rest(answers[0]));
+    const [head, body] = answers[3].split("\r\n\r\n");
+    expect(head).toMatch(new RegExp(`content-length: ${Buffer.byteLength(body)}\r`, "i"));
+    // And it is the remembered answer, amended: the path that reuses the kept head was the one taken.
+    const served = (await handle(request(key))) as ServiceResponse;
+    expect(served).toBeInstanceOf(AmendedResponse);
+    expect(isRemembered((served as AmendedResponse).base)).toBe(true);
+    expect(served.headers.ratelimit).toBe("limit=10, remaining=5, reset=60");
     await server.close();
     await handle.close();
   });
