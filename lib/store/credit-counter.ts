@@ -47,6 +47,8 @@ interface Count {
   remaining: number;
   /** Spent since the last write. */
   spent: number;
+  /** Its place in the map's order (see `stale` in createMemoryCreditCounter). */
+  placed: number;
   /** Spent before the write in progress (given back to `spent` if it fails). */
   writing?: number;
 }
@@ -64,19 +66,28 @@ function refilled(count: Count, credits: StoredCredits, now: number): Count {
 /** @example createMemoryCreditCounter().spend(key.id, record.credits, Date.now()) */
 export function createMemoryCreditCounter(maxCounts = MEMORY_COUNTS): CreditCounter {
   const counts = new Map<string, Count>();
-  const fresh = (credits: StoredCredits): Count => {
+  // Recency as the in-process rate limiter keeps it (see createMemoryRateLimiter): a count moves to the end
+  // of the map's order only once an eighth of `maxCounts` were placed after it, not on every request.
+  let placed = 0;
+  const stale = Math.max(1, Math.floor(maxCounts / 8));
+  const fresh = (credits: StoredCredits, at: number): Count => {
     const period = periodOf(credits);
     const next = credits.refill ? nextPeriod(credits.refill.interval, period) : Infinity;
-    return { setAt: credits.setAt, period, next, remaining: credits.remaining, spent: 0 };
+    return { setAt: credits.setAt, period, next, remaining: credits.remaining, spent: 0, placed: at };
   };
   return {
     spend(keyId, credits, now) {
       let count = counts.get(keyId);
-      if (!count || count.setAt !== credits.setAt) count = fresh(credits);
+      if (!count || count.setAt !== credits.setAt) {
+        if (count) counts.delete(keyId); // a new setting: placed anew, last
+        counts.set(keyId, count = fresh(credits, ++placed));
+        if (counts.size > maxCounts) counts.delete(counts.keys().next().value!);
+      } else if (placed - count.placed >= stale) {
+        counts.delete(keyId); // moved to the end: most recently used last
+        counts.set(keyId, count);
+        count.placed = ++placed;
+      }
       refilled(count, credits, now);
-      counts.delete(keyId); // re-inserted: most recently used last
-      counts.set(keyId, count);
-      if (counts.size > maxCounts) counts.delete(counts.keys().next().value!);
       if (count.remaining <= 0) return { allowed: false, remaining: 0 };
       count.remaining--;
       count.spent++;

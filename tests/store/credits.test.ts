@@ -10,6 +10,7 @@ import { openRedisBackend } from "../../lib/store/drivers/redis.ts";
 import { createKeyStore, type KeyStore, type KeyStoreOptions } from "../../lib/store/key-store.ts";
 import { parseCredits, parseRefill } from "../../lib/core/credits.ts";
 import { exportLines, parseExport } from "../../lib/store/transfer.ts";
+import { createMemoryCreditCounter } from "../../lib/store/credit-counter.ts";
 import { tempDir } from "../helpers/cli.ts";
 import { type RedisServer, startRedis } from "../helpers/redis.ts";
 import { input } from "../helpers/keys.ts";
@@ -215,5 +216,21 @@ describe("the values people type", () => {
     await expect(store.create(input("big", { credits: { remaining: 1_000_000_001 } }))).rejects.toMatchObject({ code: "INVALID_INPUT" });
     await expect(store.create(input("bad", { credits: { remaining: 1, refill: { amount: 1, interval: "week" as "day" } } }))).rejects.toMatchObject({ code: "INVALID_INPUT" });
     expect(await store.list()).toEqual([]);
+  });
+});
+
+describe("the in-process credit counter's bound", () => {
+  it("keeps a key in use while 10,000 others pass through a bound of 100, and forgets idle ones", () => {
+    const counter = createMemoryCreditCounter(100);
+    const credits = { remaining: 1_000_000, setAt: new Date(0).toISOString() };
+    const now = Date.now();
+    let expected = credits.remaining;
+    for (let i = 0; i < 10_000; i++) {
+      counter.spend(`other-${i}`, credits, now);
+      if (i % 10 === 0) expect(counter.spend("busy", credits, now).remaining).toBe(--expected);
+    }
+    // Forgotten: an idle key's count starts again from its record.
+    expect(counter.peek("other-0", credits, now)).toBe(credits.remaining);
+    expect(counter.peek("busy", credits, now)).toBe(expected);
   });
 });
