@@ -1,15 +1,11 @@
 // Races between operations on one key, run in a tight loop through separate store instances (as separate
 // processes or hosts would be) on files and on a real Redis: whatever the interleaving, every secret an
 // operation returns authenticates, and every listed key is whole (its name, record and secret agree).
-import { join } from "node:path";
-import { createStorage } from "unstorage";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { fsDriver } from "../../lib/store/drivers/fs.ts";
-import { openRedisBackend } from "../../lib/store/drivers/redis.ts";
 import { ServiceError } from "../../lib/core/errors.ts";
 import type { CreatedKey, CreateKeyInput } from "../../lib/core/model.ts";
-import { createKeyStore, type KeyStore } from "../../lib/store/key-store.ts";
-import { tempDir } from "../helpers/cli.ts";
+import type { KeyStore } from "../../lib/store/key-store.ts";
+import { storeInstances } from "../helpers/store-instances.ts";
 import { type RedisServer, startRedis } from "../helpers/redis.ts";
 
 const ROUNDS = 60;
@@ -29,28 +25,8 @@ afterAll(async () => {
 });
 
 /** Three store instances over one fresh store: two racers and an observer. */
-const backends: Record<string, () => Promise<KeyStore[]>> = {
-  async fs() {
-    const { dir, cleanup } = tempDir("service-api-races-");
-    const stores = [0, 1, 2].map(() => {
-      const driver = fsDriver({ base: join(dir, "keys") });
-      return createKeyStore({ storage: createStorage({ driver }), atomic: driver.atomic });
-    });
-    cleanups.push(cleanup, () => Promise.all(stores.map((s) => s.close())));
-    return stores;
-  },
-  async redis() {
-    const url = `${redis.url}?prefix=races${Math.random().toString(36).slice(2)}`;
-    const stores = await Promise.all(
-      [0, 1, 2].map(async () => {
-        const { storage, atomic, dispose } = await openRedisBackend(url);
-        return createKeyStore({ storage, atomic, dispose });
-      }),
-    );
-    cleanups.push(() => Promise.all(stores.map((s) => s.close())));
-    return stores;
-  },
-};
+const backends = (kind: "memory" | "fs" | "redis") => storeInstances(kind, { count: 3, redisUrl: redis.url, cleanups });
+const KINDS = ["fs", "redis"] as const;
 
 /** Every listed key is whole: its name finds it, and it is the only key of that name. */
 async function expectWhole(store: KeyStore): Promise<void> {
@@ -59,9 +35,9 @@ async function expectWhole(store: KeyStore): Promise<void> {
   for (const key of listed) expect((await store.getByName(key.name))?.id).toBe(key.id);
 }
 
-describe.each(Object.keys(backends))("races on one key (%s)", (kind) => {
+describe.each(KINDS)("races on one key (%s)", (kind) => {
   it(`an overwrite racing a rename of the same key: both secrets that are reported live authenticate (${ROUNDS} rounds)`, async () => {
-    const [renamer, overwriter, observer] = await backends[kind]();
+    const [renamer, overwriter, observer] = await backends(kind);
     const outcomes = { renamed: 0, replacedFirst: 0 };
     for (let round = 0; round < ROUNDS; round++) {
       const before = `old ${round}`;
@@ -95,7 +71,7 @@ describe.each(Object.keys(backends))("races on one key (%s)", (kind) => {
   });
 
   it(`a delete racing a rename of the same key: a key that is still listed authenticates, a deleted one never does (${ROUNDS} rounds)`, async () => {
-    const [renamer, deleter, observer] = await backends[kind]();
+    const [renamer, deleter, observer] = await backends(kind);
     for (let round = 0; round < ROUNDS; round++) {
       const original = await observer.create(input(`doomed ${round}`));
       const [, deleted] = await Promise.allSettled([
@@ -112,7 +88,7 @@ describe.each(Object.keys(backends))("races on one key (%s)", (kind) => {
   });
 
   it(`two renames of one key at once leave it under exactly one name, with its secret working (${ROUNDS} rounds)`, async () => {
-    const [first, second, observer] = await backends[kind]();
+    const [first, second, observer] = await backends(kind);
     for (let round = 0; round < ROUNDS; round++) {
       const original = await observer.create(input(`twice ${round}`));
       await Promise.allSettled([

@@ -2,15 +2,12 @@
 // instances (as separate processes or hosts would be) in memory, on files and on a real Redis. Whatever
 // the interleaving, a rotation that reports success hands out a secret that authenticates (the overwrite's
 // grace period then covers it), and one that loses says NOT_FOUND; the overwrite always succeeds.
-import { join } from "node:path";
 import { createStorage } from "unstorage";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { fsDriver } from "../../lib/store/drivers/fs.ts";
-import { openRedisBackend } from "../../lib/store/drivers/redis.ts";
 import type { ServiceError } from "../../lib/core/errors.ts";
 import type { CreatedKey } from "../../lib/core/model.ts";
 import { createKeyStore, createLocalAtomicIndex, type KeyStore } from "../../lib/store/key-store.ts";
-import { tempDir } from "../helpers/cli.ts";
+import { storeInstances } from "../helpers/store-instances.ts";
 import { input } from "../helpers/keys.ts";
 import { type RedisServer, startRedis } from "../helpers/redis.ts";
 
@@ -30,40 +27,15 @@ afterAll(async () => {
 });
 
 /** Three store instances over one fresh store: a rotator, an overwriter and an observer. */
-const backends: Record<string, () => Promise<KeyStore[]>> = {
-  async memory() {
-    const storage = createStorage();
-    const atomic = createLocalAtomicIndex(storage);
-    return [0, 1, 2].map(() => createKeyStore({ storage, atomic }));
-  },
-  async fs() {
-    const { dir, cleanup } = tempDir("service-api-rotate-races-");
-    const stores = [0, 1, 2].map(() => {
-      const driver = fsDriver({ base: join(dir, "keys") });
-      return createKeyStore({ storage: createStorage({ driver }), atomic: driver.atomic });
-    });
-    cleanups.push(cleanup, () => Promise.all(stores.map((s) => s.close())));
-    return stores;
-  },
-  async redis() {
-    const url = `${redis.url}?prefix=rotraces${Math.random().toString(36).slice(2)}`;
-    const stores = await Promise.all(
-      [0, 1, 2].map(async () => {
-        const { storage, atomic, dispose } = await openRedisBackend(url);
-        return createKeyStore({ storage, atomic, dispose });
-      }),
-    );
-    cleanups.push(() => Promise.all(stores.map((s) => s.close())));
-    return stores;
-  },
-};
+const backends = (kind: "memory" | "fs" | "redis") => storeInstances(kind, { count: 3, redisUrl: redis.url, cleanups });
+const KINDS = ["memory", "fs", "redis"] as const;
 
-describe.each(Object.keys(backends))("a rotation racing an overwrite with grace (%s)", (kind) => {
+describe.each(KINDS)("a rotation racing an overwrite with grace (%s)", (kind) => {
   it.each([
     ["without", undefined],
     ["with", 60_000],
   ])(`rotate %s a grace period: a reported rotation's secret authenticates, a lost one is NOT_FOUND (${ROUNDS} rounds)`, async (_, rotateGrace) => {
-    const [rotator, overwriter, observer] = await backends[kind]();
+    const [rotator, overwriter, observer] = await backends(kind);
     const outcomes = { rotatedFirst: 0, replacedFirst: 0, deadSecrets: 0 };
     for (let round = 0; round < ROUNDS; round++) {
       const name = `raced ${round}`;
