@@ -42,9 +42,13 @@ let admin: string;
 let viewer: string;
 let server: RunningServer;
 let browser: Browser;
+// Keys made in one millisecond page by id; a tick between creates keeps the order the tests read fixed.
+const tick = () => new Promise((done) => setTimeout(done, 2));
 beforeAll(async () => {
   ({ key: admin } = await store.create({ name: "ops admin", roles: ["ADMIN"], permissions: [] }));
+  await tick();
   ({ key: viewer } = await store.create({ name: "dashboard", roles: ["VIEWER"], permissions: [] }));
+  await tick();
   // Names hold only letters, numbers and spaces; descriptions are printable text, markup included.
   await store.create({ name: "markup", description: `${XSS} <script>window.__pwned=2</script>`, roles: ["GUEST"], permissions: [] });
   server = await serve({ store, port: 0, recordLastUse: false });
