@@ -3,9 +3,10 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach } from "vitest";
+import { afterAll, afterEach, beforeAll } from "vitest";
 import { type RunningServer, serve } from "../../lib/http/serve.ts";
 import { CLI, ROOT } from "./cli.ts";
+import { type RedisServer, startRedis } from "./redis.ts";
 
 export interface ServerProcess {
   url: string;
@@ -119,4 +120,27 @@ export async function startTracedServer(dir: string): Promise<ServerProcess & { 
     env: { NODE_OPTIONS: `--import ${join(ROOT, "tests/fixtures/trace-register.mjs")}`, TRACE_FILE: trace },
   });
   return Object.assign(server, { loaded: () => readFileSync(trace, "utf8") });
+}
+
+/**
+ * A real redis-server for the enclosing `describe`, and a list for the `serve` children a test starts on it:
+ * both stopped after the block. `shared.redis` is set once the block's `beforeAll` ran.
+ */
+export function redisWithServers(): { readonly redis: RedisServer; servers: ServerProcess[] } {
+  let redis: RedisServer | undefined;
+  const servers: ServerProcess[] = [];
+  beforeAll(async () => {
+    redis = await startRedis();
+  });
+  afterAll(async () => {
+    await Promise.all(servers.map((s) => s.stop()));
+    await redis?.destroy();
+  });
+  return {
+    get redis() {
+      if (!redis) throw new Error("redisWithServers: the redis-server starts in beforeAll");
+      return redis;
+    },
+    servers,
+  };
 }

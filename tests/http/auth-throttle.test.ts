@@ -3,8 +3,7 @@
 // the library's handler, and the address parsing a hostile header goes through.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cliWithStore, runCli } from "../helpers/cli.ts";
-import { type RedisServer, startRedis } from "../helpers/redis.ts";
-import { gql, type ServerProcess, startServer } from "../helpers/server.ts";
+import { gql, redisWithServers, type ServerProcess, startServer } from "../helpers/server.ts";
 import { createHandler } from "../../lib/http/fetch.ts";
 import { createKeyStore } from "../../lib/store/key-store.ts";
 import { generateSecret } from "../../lib/core/secret.ts";
@@ -153,20 +152,13 @@ describe("--auth-failure-limit", () => {
 });
 
 describe("two servers on one redis-server", () => {
-  let redis: RedisServer;
-  const servers: ServerProcess[] = [];
-  beforeAll(async () => {
-    redis = await startRedis();
-  });
-  afterAll(async () => {
-    await Promise.all(servers.map((s) => s.stop()));
-    await redis?.stop();
-  });
+  const shared = redisWithServers();
+  const servers = shared.servers;
 
   it("count an address's failures together; with Redis down a malformed key still gets 401", async () => {
-    const made = await runCli(["apikey", "--create", "--name", "good", "-r", "VIEWER", "--json", "--store", redis.url]);
+    const made = await runCli(["apikey", "--create", "--name", "good", "-r", "VIEWER", "--json", "--store", shared.redis.url]);
     expect(made.code, made.stderr).toBe(0);
-    servers.push(...(await Promise.all([0, 1].map(() => startServer({ store: redis.url, args: ["--trust-proxy", "127.0.0.1/8"] })))));
+    servers.push(...(await Promise.all([0, 1].map(() => startServer({ store: shared.redis.url, args: ["--trust-proxy", "127.0.0.1/8"] })))));
     const from = "192.0.2.44";
     const answers = await Promise.all(Array.from({ length: 60 }, (_, i) => bad(servers[i % 2].url, from, i % 3 ? "sapi_x" : generateSecret())));
     expect(answers.map((a) => a.status)).toEqual(Array(60).fill(401));
@@ -174,7 +166,7 @@ describe("two servers on one redis-server", () => {
     expect((await bad(servers[1].url, from)).status).toBe(429);
     expect((await gql(servers[1].url, ME, { key: created(made.stdout), headers: { "x-forwarded-for": from } })).status).toBe(200);
 
-    await redis.stop();
+    await shared.redis.stop();
     // Counting needs Redis; the refusal stands without it, as it would without the throttle.
     expect((await bad(servers[0].url, "192.0.2.45")).status).toBe(401);
     expect((await bad(servers[0].url, "192.0.2.45", generateSecret())).status).toBe(503);

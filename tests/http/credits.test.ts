@@ -3,8 +3,8 @@
 // redis-server spending exactly a key's credits over 100 concurrent requests.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { cliWithStore, runCli } from "../helpers/cli.ts";
-import { type RedisServer, redisCommand, startRedis } from "../helpers/redis.ts";
-import { gql, type ServerProcess, startServer } from "../helpers/server.ts";
+import { redisCommand } from "../helpers/redis.ts";
+import { gql, redisWithServers, type ServerProcess, startServer } from "../helpers/server.ts";
 import { createRemoteBackend } from "../../lib/client/remote.ts";
 
 const created = (stdout: string) => JSON.parse(stdout) as { key: string; id: string; name: string };
@@ -97,36 +97,29 @@ describe("a server on a files store", () => {
 });
 
 describe("two servers on one Redis", () => {
-  let redis: RedisServer;
-  const servers: ServerProcess[] = [];
-  beforeAll(async () => {
-    redis = await startRedis();
-  });
-  afterAll(async () => {
-    await Promise.all(servers.map((s) => s.stop()));
-    await redis?.destroy();
-  });
+  const shared = redisWithServers();
+  const servers = shared.servers;
 
   it("a key of 30 credits gets exactly 30 answers of 200 over 100 concurrent requests; with a limit of 20 a minute, 20 and 10 credits left", async () => {
-    const made = await runCli(["apikey", "--create", "--name", "shared", "-r", "VIEWER", "--credits", "30", "--json", "--store", redis.url]);
+    const made = await runCli(["apikey", "--create", "--name", "shared", "-r", "VIEWER", "--credits", "30", "--json", "--store", shared.redis.url]);
     expect(made.code, made.stderr).toBe(0);
     const { key } = created(made.stdout);
-    servers.push(...(await Promise.all([0, 1].map(() => startServer({ store: redis.url })))));
+    servers.push(...(await Promise.all([0, 1].map(() => startServer({ store: shared.redis.url })))));
     const answers = await Promise.all(Array.from({ length: 100 }, (_, i) => gql(servers[i % 2].url, ME, { key })));
     const statuses = answers.map((a) => a.status);
     expect(statuses.filter((s) => s === 200)).toHaveLength(30);
     expect(statuses.filter((s) => s === 429)).toHaveLength(70);
     expect(answers.find((a) => a.status === 429)!.body.errors[0].extensions.code).toBe("USAGE_EXCEEDED");
     // A key with a rate limit too: both are counted in one script, and a request the limit refuses costs no credit.
-    const both = created((await runCli(["apikey", "--create", "--name", "both", "-r", "VIEWER", "--credits", "30", "--rate-limit", "20/1m", "--json", "--store", redis.url])).stdout);
-    const evals = async () => Number(/cmdstat_eval:calls=(\d+)/.exec(await redisCommand(redis.port, "INFO commandstats"))?.[1] ?? 0);
+    const both = created((await runCli(["apikey", "--create", "--name", "both", "-r", "VIEWER", "--credits", "30", "--rate-limit", "20/1m", "--json", "--store", shared.redis.url])).stdout);
+    const evals = async () => Number(/cmdstat_eval:calls=(\d+)/.exec(await redisCommand(shared.redis.port, "INFO commandstats"))?.[1] ?? 0);
     const before = await evals();
     const mixed = await Promise.all(Array.from({ length: 100 }, (_, i) => gql(servers[i % 2].url, ME, { key: both.key })));
     expect((await evals()) - before).toBe(100); // one script per request for both
     expect(mixed.filter((a) => a.status === 200)).toHaveLength(20);
     expect(new Set(mixed.filter((a) => a.status === 429).map((a) => a.body.errors[0].extensions.code))).toEqual(new Set(["RATE_LIMITED"]));
     await Promise.all(servers.splice(0).map((s) => s.stop()));
-    const listed = JSON.parse((await runCli(["apikey", "--list", "--json", "--store", redis.url])).stdout).keys;
+    const listed = JSON.parse((await runCli(["apikey", "--list", "--json", "--store", shared.redis.url])).stdout).keys;
     expect(listed.find((k: { name: string }) => k.name === "shared").credits).toEqual({ remaining: 0 });
     expect(listed.find((k: { name: string }) => k.name === "both").credits).toEqual({ remaining: 10 });
   });
