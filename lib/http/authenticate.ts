@@ -9,8 +9,7 @@ import type { VerifiedKey } from "../store/types.ts";
 import type { UseRecorder } from "../store/last-use.ts";
 import { after, isPromise, type MaybePromise } from "../core/maybe-promise.ts";
 import { isWellFormedSecret } from "../core/secret.ts";
-import { createMemoryRateLimiter } from "../store/rate-limiter.ts";
-import { createMemoryCreditCounter } from "../store/credit-counter.ts";
+import { usageCounters } from "../store/_credits.ts";
 import { controlled } from "./credits.ts";
 import { errorResponse, KEY_REFUSED, tooLarge, unauthenticated } from "./responses.ts";
 import { createAuthThrottle } from "./auth-throttle.ts";
@@ -29,8 +28,7 @@ export type AnswerVerified = (request: ServiceRequest, key: VerifiedKey, body: s
 export function createAuthenticate(options: HandlerOptions, lastUse: UseRecorder | undefined, answer: AnswerVerified) {
   const { store, observer } = options;
   const verify = store.verifyNow?.bind(store) ?? ((secret: string) => store.verify(secret));
-  const limiter = store.rateLimiter ?? createMemoryRateLimiter();
-  const credits = store.creditCounter ?? createMemoryCreditCounter();
+  const { rateLimiter: limiter, creditCounter: credits } = usageCounters(store);
   const limit = options.maxBodyBytes ?? MAX_BODY_BYTES;
   // Every refusal is counted for its client address, and is a 429 past the limit (see auth-throttle.ts).
   const throttle = createAuthThrottle(options);
