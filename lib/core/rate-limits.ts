@@ -21,26 +21,47 @@ export const MAX_RATE_WINDOW_MS = 30 * 86_400_000;
 export const MAX_RATE_LIMITS = 5;
 export const RATE_LIMIT_FORM = "<requests>/<duration>, like 10/1s or 1000/1h (several comma-separated: 10/1s,1000/1h)";
 
-const invalid = (message: string) => new ServiceError("INVALID_INPUT", message);
+/**
+ * A refused rate limit (INVALID_INPUT). `bound` is set when the form was right but a number broke a
+ * bound ("the window is whole seconds, 1s to 30d"), so a caller with its own form message (the
+ * failed-authentication limit) can add just that; unset when the text was not in the form at all.
+ */
+export class RateLimitError extends ServiceError {
+  readonly bound: string | undefined;
+  constructor(message: string, bound?: string) {
+    super("INVALID_INPUT", message);
+    this.bound = bound;
+  }
+}
+
+/** The bound a rate limit broke, if `error` is a RateLimitError for one (from any copy of this module). */
+export const brokenBound = (error: unknown): string | undefined =>
+  error instanceof Error && typeof (error as { bound?: unknown }).bound === "string" ? (error as RateLimitError).bound : undefined;
+
+const invalid = (message: string) => new RateLimitError(message);
+const outOfBounds = (shown: string, bound: string) => new RateLimitError(`Rate limit ${shown}: ${bound}`, bound);
 const ENTRY = /^\s*(\d{1,9})\s*\/\s*(\S+)\s*$/;
 
 /** One limit's numbers checked: 1 to 1,000,000 requests per 1 s to 30 d (whole seconds). */
 function checkOne(limit: number, durationMs: number, shown: string): RateLimit {
   if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_RATE_LIMIT) {
-    throw invalid(`Rate limit ${shown}: the number of requests is 1 to ${MAX_RATE_LIMIT.toLocaleString("en-US")} per window`);
+    throw outOfBounds(shown, `the number of requests is 1 to ${MAX_RATE_LIMIT.toLocaleString("en-US")} per window`);
   }
   if (!Number.isSafeInteger(durationMs) || durationMs < 1_000 || durationMs > MAX_RATE_WINDOW_MS || durationMs % 1_000 !== 0) {
-    throw invalid(`Rate limit ${shown}: the window is whole seconds, 1s to 30d`);
+    throw outOfBounds(shown, "the window is whole seconds, 1s to 30d");
   }
   return { limit, durationMs };
 }
 
 /** Sorted by window, one limit per window, at most MAX_RATE_LIMITS. */
 function settled(limits: RateLimit[]): RateLimit[] {
-  if (limits.length > MAX_RATE_LIMITS) throw invalid(`A key has at most ${MAX_RATE_LIMITS} rate limits`);
+  if (limits.length > MAX_RATE_LIMITS) throw new RateLimitError(`A key has at most ${MAX_RATE_LIMITS} rate limits`, `at most ${MAX_RATE_LIMITS} limits`);
   limits.sort((a, b) => a.durationMs - b.durationMs);
   for (let i = 1; i < limits.length; i++) {
-    if (limits[i].durationMs === limits[i - 1].durationMs) throw invalid(`Two rate limits for the same window (${formatWindow(limits[i].durationMs)}): give one`);
+    if (limits[i].durationMs === limits[i - 1].durationMs) {
+      const window = formatWindow(limits[i].durationMs);
+      throw new RateLimitError(`Two rate limits for the same window (${window}): give one`, `two limits for the same window (${window})`);
+    }
   }
   return limits;
 }

@@ -15,7 +15,7 @@
  * window ends, so their further attempts cost no round trip to Redis either.
  */
 import { after, type MaybePromise } from "../core/maybe-promise.ts";
-import { checkRateLimits, formatWindow, parseRateLimits, type RateLimit } from "../core/rate-limits.ts";
+import { brokenBound, checkRateLimits, formatWindow, parseRateLimits, type RateLimit } from "../core/rate-limits.ts";
 import { createLru } from "../core/_lru.ts";
 import { ServiceError } from "../core/errors.ts";
 import { redactSecrets } from "../core/secret.ts";
@@ -43,7 +43,8 @@ export function parseAuthFailureLimit(value: string | readonly RateLimit[] | fal
     return text === null ? checkRateLimits(value) : parseRateLimits(text, "--auth-failure-limit");
   } catch (error) {
     const shown = typeof value === "string" ? JSON.stringify([...redactSecrets(value)].slice(0, 40).join("")) : "(a list)";
-    const why = error instanceof Error && /1 to|whole seconds|at most|same window/.test(error.message) ? ` (${error.message.replace(/^Rate limit /, "")})` : "";
+    const bound = brokenBound(error);
+    const why = bound === undefined ? "" : ` (${bound})`;
     throw new ServiceError("USAGE", `Invalid --auth-failure-limit ${shown}${why}: use ${AUTH_FAILURE_LIMIT_FORM}`);
   }
 }

@@ -134,6 +134,8 @@ describe("--auth-failure-limit", () => {
         [["--auth-failure-limit", "60"], {}, /60\/1m .*or off/],
         [["--auth-failure-limit", "0/1m"], {}, /1 to 1,000,000.*60\/1m/],
         [["--auth-failure-limit", "5/1ms"], {}, /60\/1m/],
+        [["--auth-failure-limit", "5/1s,9/1s"], {}, /"5\/1s,9\/1s" \(two limits for the same window \(1s\)\): use <failures>/],
+        [["--auth-failure-limit", "1/1s,1/2s,1/3s,1/4s,1/5s,1/6s"], {}, /\(at most 5 limits\): use <failures>/],
         [[], { SERVICE_API_AUTH_FAILURE_LIMIT: "lots" }, /60\/1m .*or off/],
         [["--trust-proxy", "10.0.0.0/33"], {}, /CIDR blocks.*10\.0\.0\.0\/8/],
         [["--trust-proxy", "proxy.internal"], {}, /CIDR blocks/],
