@@ -66,10 +66,12 @@ function valuesAsTyped(argv: string[], defs: readonly OptionDef[]): Map<string, 
 }
 
 /**
- * `--import -` as `--import=-`: mri reads a lone `-` as a flag of its own and would leave the value flag
- * before it empty, though `-` is the usual word for standard input.
+ * A value flag and a next word that starts with a dash but is a value, joined: `--import -` as
+ * `--import=-` and `--limit -1` as `--limit=-1`. mri reads a lone `-` or `-1` as a flag of its own, which
+ * left the value flag before it empty (`-` is the usual word for standard input) or was refused as
+ * "Unknown option `-1`" instead of the value's own message.
  */
-function joinStdinValues(argv: string[], defs: readonly OptionDef[]): string[] {
+function joinDashValues(argv: string[], defs: readonly OptionDef[]): string[] {
   const spellings = new Set<string>();
   for (const def of defs) {
     const { long, short, takesValue } = optionNames(def);
@@ -80,7 +82,8 @@ function joinStdinValues(argv: string[], defs: readonly OptionDef[]): string[] {
   const out: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === "--") return [...out, ...argv.slice(i)];
-    if (spellings.has(argv[i]) && argv[i + 1] === "-") out.push(`${argv[i++]}=-`);
+    const next = argv[i + 1];
+    if (spellings.has(argv[i]) && next !== undefined && (next === "-" || /^-\d/.test(next))) out.push(`${argv[i++]}=${next}`);
     else out.push(argv[i]);
   }
   return out;
@@ -102,8 +105,8 @@ async function usageError(error: unknown, defs: readonly OptionDef[]): Promise<u
  * @example await parseArgv(["apikey", "--list", "--json"], await loadCommands("apikey")) // { command, flags: { list: true, json: true } }
  */
 export async function parseArgv(argv: string[], commands: Record<string, LoadedCommand>): Promise<ParsedArgv> {
+  argv = joinDashValues(argv, Object.values(commands).flatMap((command) => command.options));
   refuseOddNames(argv);
-  argv = joinStdinValues(argv, Object.values(commands).flatMap((command) => command.options));
   const cli = cac("service-api");
   for (const { flag, help } of GLOBAL_OPTIONS) cli.option(flag, help);
   for (const command of Object.values(commands)) {

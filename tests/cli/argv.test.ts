@@ -19,6 +19,14 @@ describe("parseArgv", () => {
     expect((await parse("apikey", "--create", "-d=-5", "--name=  08 ")).flags).toMatchObject({ description: "-5", name: "  08 " });
   });
 
+  it("takes a negative number after a value flag as its value, so the value's own check answers it", async () => {
+    expect((await parse("apikey", "--create", "-d", "-5", "--name", "-7")).flags).toMatchObject({ description: "-5", name: "-7" });
+    expect((await parse("apikey", "--list", "--limit", "-1")).flags).toMatchObject({ list: true, limit: "-1" });
+    expect((await parse("apikey", "--list", "--limit", "-0.5")).flags).toMatchObject({ limit: "-0.5" });
+    // A dash word that is not a number is still a flag of its own.
+    expect(await usage("apikey", "--list", "--limit", "-x")).toMatch(/^Unknown option `-x`/);
+  });
+
   it("finds the command after global options, and a command's argument under its name", async () => {
     expect((await parse("--store", "007", "apikey", "--list")).flags).toMatchObject({ store: "007", list: true });
     expect((await parse("completion", "zsh")).flags).toEqual({ shell: "zsh" });
