@@ -41,11 +41,8 @@ function refuseOddNames(argv: string[]): void {
   }
 }
 
-/**
- * Each value flag's values as typed in argv, in order: `--name v`, `--name=v`, `-r v`, `-r=v`. Read after
- * cac has accepted argv, so every value flag found has its value where mri took it from.
- */
-function valuesAsTyped(argv: string[], defs: readonly OptionDef[]): Map<string, string[]> {
+/** Every spelling of a flag that takes a value (`--name`, `-n`), to the flag's long name. */
+function valueFlagSpellings(defs: readonly OptionDef[]): Map<string, string> {
   const bySpelling = new Map<string, string>();
   for (const def of defs) {
     const { long, short, takesValue } = optionNames(def);
@@ -53,6 +50,15 @@ function valuesAsTyped(argv: string[], defs: readonly OptionDef[]): Map<string, 
     bySpelling.set(`--${long}`, long);
     if (short) bySpelling.set(`-${short}`, long);
   }
+  return bySpelling;
+}
+
+/**
+ * Each value flag's values as typed in argv, in order: `--name v`, `--name=v`, `-r v`, `-r=v`. Read after
+ * cac has accepted argv, so every value flag found has its value where mri took it from.
+ */
+function valuesAsTyped(argv: string[], defs: readonly OptionDef[]): Map<string, string[]> {
+  const bySpelling = valueFlagSpellings(defs);
   const values = new Map<string, string[]>();
   for (let i = 0; i < argv.length && argv[i] !== "--"; i++) {
     const [spelled, ...rest] = argv[i].split("=");
@@ -72,13 +78,7 @@ function valuesAsTyped(argv: string[], defs: readonly OptionDef[]): Map<string, 
  * "Unknown option `-1`" instead of the value's own message.
  */
 function joinDashValues(argv: string[], defs: readonly OptionDef[]): string[] {
-  const spellings = new Set<string>();
-  for (const def of defs) {
-    const { long, short, takesValue } = optionNames(def);
-    if (!takesValue) continue;
-    spellings.add(`--${long}`);
-    if (short) spellings.add(`-${short}`);
-  }
+  const spellings = valueFlagSpellings(defs);
   const out: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === "--") return [...out, ...argv.slice(i)];

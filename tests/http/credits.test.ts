@@ -1,7 +1,7 @@
 // Credits through a real `serve`: 429 USAGE_EXCEEDED at 0 until an update, GraphQL's ApiKey.credits and
 // verifyApiKey's codes and counts, the count written back on a files store, and two servers on one
 // redis-server spending exactly a key's credits over 100 concurrent requests.
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { cliWithStore, runCli } from "../helpers/cli.ts";
 import { redisCommand } from "../helpers/redis.ts";
 import { gql, redisWithServers, type ServerProcess, startServer } from "../helpers/server.ts";
