@@ -1,9 +1,10 @@
 /**
- * Authentication of a `/graphql` request: the method and the size checked, the API key taken
- * from `Authorization: Bearer` or `X-API-Key`, its checksum checked, the key verified against the store,
- * then its controls (rate limits, credits) applied. The body is read only once the key is good, and the
- * key is verified again if the body came later. A refusal is a 401 told to the observer, or a 429 past
- * the failed-authentication throttle (`auth-throttle.ts`); a verified key's request goes to `answer`.
+ * Authentication by API key, the same on every route that takes one (/graphql, /metrics): the key's
+ * checksum checked, the key verified against the store, noted for its last use, then its usage controlled
+ * (`credits.ts`: rate limits, then one credit, the same 429s and RateLimit headers on every route). A
+ * refusal is a 401 told to the observer, or a 429 past the failed-authentication throttle
+ * (`auth-throttle.ts`). On /graphql the body is read only once the key is good, and the key is verified
+ * again if the body came later; a verified key's request goes to `answer`.
  */
 import type { VerifiedKey } from "../store/types.ts";
 import type { UseRecorder } from "../store/last-use.ts";
@@ -20,16 +21,18 @@ import { type AuthFailure, type HandlerOptions, MAX_BODY_BYTES, type ServiceRequ
 /** Answers a request whose key is verified, with its body. */
 export type AnswerVerified = (request: ServiceRequest, key: VerifiedKey, body: string, mediaType: GraphQLMediaType, trace: Trace) => MaybePromise<ServiceResponse>;
 
+/** A route's answer to a request whose key is verified and whose use its controls allowed. */
+export type Admitted = (key: VerifiedKey, secret: string) => MaybePromise<ServiceResponse>;
+
 /**
- * The authentication of `/graphql` requests, made once per handler: each request is refused, or its
- * verified key and body go to `answer`. Notes each key that authenticates with `lastUse`.
- * @example const authenticate = createAuthenticate(options, lastUse, answer); authenticate(request, mediaType, trace);
+ * The gate every route that authenticates a key goes through, made once per handler (one throttle, one
+ * set of counters for all routes).
+ * @example const gate = createKeyGate(options, lastUse); gate.admit(request, secret, (key) => answer(key));
  */
-export function createAuthenticate(options: HandlerOptions, lastUse: UseRecorder | undefined, answer: AnswerVerified) {
+export function createKeyGate(options: HandlerOptions, lastUse: UseRecorder | undefined) {
   const { store, observer } = options;
   const verify = store.verifyNow?.bind(store) ?? ((secret: string) => store.verify(secret));
   const { rateLimiter: limiter, creditCounter: credits } = usageCounters(store);
-  const limit = options.maxBodyBytes ?? MAX_BODY_BYTES;
   // Every refusal is counted for its client address, and is a 429 past the limit (see auth-throttle.ts).
   const throttle = createAuthThrottle(options);
   const refusal = (reason: AuthFailure, message: string) => (observer?.authFailed(reason), unauthenticated(message, reason));
@@ -41,24 +44,42 @@ export function createAuthenticate(options: HandlerOptions, lastUse: UseRecorder
       return refusal(reason, KEY_REFUSED[reason]);
     }));
 
+  /**
+   * `secret` (as the request sent it) verified and its use controlled, then `admitted`; else the 401 or the
+   * 429. `trace` (the access log's) is told the key once verified, so a refused use names it too.
+   */
+  const admit = (request: ServiceRequest, secret: string, admitted: Admitted, trace?: Trace): MaybePromise<ServiceResponse> => {
+    // The checksum catches mistyped and made-up keys without touching the store.
+    if (!isWellFormedSecret(secret)) return refuse(request, "malformed", "Malformed API key: it should start with 'sapi_' and be copied completely");
+    return after(verify(secret, request.receivedAt), (key) => {
+      if (!key) return refused(request, secret); // only now, for the message: a second read, never a write
+      lastUse?.seen(key.id); // remembered answers and refused uses included: the key authenticated this request
+      if (trace) trace.key = key;
+      return controlled(limiter, credits, key, Date.now(), () => admitted(key, secret));
+    });
+  };
+  return { admit, refuse, refused, verify };
+}
+
+export type KeyGate = ReturnType<typeof createKeyGate>;
+
+/**
+ * The authentication of `/graphql` requests, made once per handler: each request is refused, or its
+ * verified key and body go to `answer`.
+ * @example const authenticate = createAuthenticate(options, gate, answer); authenticate(request, mediaType, trace);
+ */
+export function createAuthenticate(options: HandlerOptions, gate: KeyGate, answer: AnswerVerified) {
+  const { verify, refused } = gate;
+  const limit = options.maxBodyBytes ?? MAX_BODY_BYTES;
+
   const authenticate = (request: ServiceRequest, mediaType: GraphQLMediaType, trace: Trace): MaybePromise<ServiceResponse> => {
     if (request.method !== "GET" && request.method !== "POST") {
       return errorResponse(405, "METHOD_NOT_ALLOWED", "Use POST (or GET for queries) on /graphql", { allow: "GET, POST" });
     }
     if (Number(request.headers.get("content-length") ?? 0) > limit) return tooLarge(limit);
     const found = credential(request.headers);
-    if ("problem" in found) return refuse(request, found.problem.startsWith("Missing") ? "missing" : "malformed", found.problem);
-    const { secret } = found;
-    // The checksum catches mistyped and made-up keys without touching the store.
-    if (!isWellFormedSecret(secret)) return refuse(request, "malformed", "Malformed API key: it should start with 'sapi_' and be copied completely");
-    return after(verify(secret, request.receivedAt), (key) => {
-      if (!key) return refused(request, secret); // only now, for the message: a second read, never a write
-      lastUse?.seen(key.id); // remembered answers included: the key authenticated this request
-      trace.key = key;
-      // Only a key with limits or credits is counted: one without costs nothing more.
-      if (!key.rateLimits && !key.creditState) return proceed(request, secret, key, mediaType, trace);
-      return controlled(limiter, credits, key, Date.now(), () => proceed(request, secret, key, mediaType, trace));
-    });
+    if ("problem" in found) return gate.refuse(request, found.problem.startsWith("Missing") ? "missing" : "malformed", found.problem);
+    return gate.admit(request, found.secret, (key, secret) => proceed(request, secret, key, mediaType, trace), trace);
   };
 
   /** A verified key's request: its body read, the key checked again if that came later, then answered. */

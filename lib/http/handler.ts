@@ -18,7 +18,7 @@ import { createOutageTracker } from "./outage.ts";
 import { createAnswerCache } from "./answer-cache.ts";
 import { createGraphQLRoute } from "./route.ts";
 import { startLastUse } from "./last-use.ts";
-import { createAuthenticate } from "./authenticate.ts";
+import { createAuthenticate, createKeyGate, type KeyGate } from "./authenticate.ts";
 import { createErrorFormatter, errorResponse, inMediaType, internal, isStoreDown, notAcceptable, PRIVATE_HEADERS, privately, storeDown } from "./responses.ts";
 import { type GraphQLMediaType, negotiate } from "./negotiate.ts";
 import { createCors } from "./cors.ts";
@@ -37,6 +37,7 @@ interface EndpointParts {
   options: HandlerOptions;
   outage: ReturnType<typeof createOutageTracker>;
   lastUse: ReturnType<typeof startLastUse>;
+  gate: KeyGate;
   onError: (error: unknown) => void;
   failure: (error: unknown) => ServiceResponse;
 }
@@ -45,7 +46,7 @@ interface EndpointParts {
  * `/graphql`: negotiate, authenticate (`authenticate.ts`: the body is read only once the key is good),
  * answer (remembered or by the GraphQL route), and send it in the media type negotiated, private, with CORS.
  */
-function graphqlEndpoint({ options, outage, lastUse, onError, failure }: EndpointParts) {
+function graphqlEndpoint({ options, outage, lastUse, gate, onError, failure }: EndpointParts) {
   const { store } = options;
   const answers = createAnswerCache();
   const cors = createCors(options.corsOrigins);
@@ -64,7 +65,7 @@ function graphqlEndpoint({ options, outage, lastUse, onError, failure }: Endpoin
       });
     });
   };
-  const authenticate = createAuthenticate(options, lastUse, answer);
+  const authenticate = createAuthenticate(options, gate, answer);
 
   /** A /graphql answer as sent: in the media type negotiated, private, with CORS. */
   const sent = (request: ServiceRequest, response: ServiceResponse, mediaType: GraphQLMediaType | null): ServiceResponse => {
@@ -99,7 +100,9 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
   };
   const outage = createOutageTracker(storeStatus);
   const lastUse = startLastUse(store, options.recordLastUse, storeStatus);
-  const metrics = options.metrics && metricsRoute(store, options.metrics, lastUse && ((id) => lastUse.seen(id)));
+  // One gate for every route that takes a key: the same verification, throttle and usage control.
+  const gate = createKeyGate(options, lastUse);
+  const metrics = options.metrics && metricsRoute(options.metrics, gate);
   const explorer = explorerRoute(options.explorer);
   const site = consoleRoute(options.console);
   const ready = readiness(store);
@@ -110,7 +113,7 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
     onError(error);
     return internal();
   };
-  const graphql = graphqlEndpoint({ options, outage, lastUse, onError, failure });
+  const graphql = graphqlEndpoint({ options, outage, lastUse, gate, onError, failure });
 
   /** Routes a request; `trace` collects what the access log and the metrics are told afterwards. */
   const route = (request: ServiceRequest, pathname: string | null, trace: Trace): MaybePromise<AnyResponse> => {
@@ -123,7 +126,7 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
       if (pathname === "/graphql") return graphql(request, trace);
       if (pathname === "/healthz") return healthz(request);
       if (pathname === "/readyz") return ready(request).catch(failure);
-      if (pathname === "/metrics" && metrics) return metrics(request).catch(failure);
+      if (pathname === "/metrics" && metrics) return after(metrics(request), (response) => response, failure);
       return errorResponse(404, "NOT_FOUND", "Not found: the GraphQL endpoint is POST /graphql");
     } catch (error) {
       return failure(error);
