@@ -27,7 +27,7 @@ import { retrySeconds } from "./rate-limit.ts";
 import type { HandlerOptions, ServiceRequest, ServiceResponse } from "./types.ts";
 
 export const DEFAULT_AUTH_FAILURE_LIMIT: readonly RateLimit[] = [{ limit: 60, durationMs: 60_000 }];
-/** Client addresses counted (or remembered over the limit) at once in process: at most about 12 MB, see docs/service.md. */
+/** Client addresses counted (or remembered over the limit) at once in process: 10 to 16 MB in all, measured (docs/service.md). */
 export const MAX_CLIENTS = 100_000;
 export const AUTH_FAILURE_LIMIT_FORM = "<failures>/<duration> like 60/1m (several comma-separated: 10/1s,60/1m), or off";
 
