@@ -67,7 +67,10 @@ const EventSchema = v.object({
   changed: v.nullish(v.array(ServerText)),
   replaced: v.nullish(ServerText),
 });
-export const AuditSchema = v.object({ auditLog: v.array(EventSchema) });
+/** A page of `auditTrail`; its cursor is the service's own text, passed back as it came. */
+export const AuditTrailSchema = v.object({
+  auditTrail: v.object({ events: v.array(EventSchema), cursor: v.nullable(v.pipe(v.string(), v.maxLength(200))) }),
+});
 
 /** The store's shape, field order included (GraphQL gives `null` for absent fields; the store leaves them out). */
 export function toInfo({ id, name, description, roles, permissions, createdAt, expiresAt, lastUsedAt, graceUntil, labels, disabled, disabledReason, rateLimits, credits }: RawKey): ApiKeyInfo {

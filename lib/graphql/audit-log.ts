@@ -5,6 +5,7 @@
 import type { AuditEvent } from "../core/model.ts";
 import { ServiceError } from "../core/errors.ts";
 import { parseSince } from "../core/lifecycle.ts";
+import { type AuditPage, badCursor } from "../store/audit.ts";
 import type { KeyStore } from "../store/key-store.ts";
 
 type Args = Record<string, any>;
@@ -37,13 +38,21 @@ type AuditEvent {
   replaced: PrefixedID
 }
 
+"A page of the audit trail in the order it was written (auditTrail)."
+type AuditTrailPage {
+  "Oldest first, in the order written."
+  events: [AuditEvent!]!
+  "Pass as cursor for the page before this one; null when the trail holds nothing more the query wants."
+  cursor: String
+}
+
 `;
 
 /** What `auditLog` needs of a request's context: the store, and the reads the request made so far. */
 export interface AuditContext {
-  store: Pick<KeyStore, "audit">;
+  store: Pick<KeyStore, "audit" | "auditPage">;
   /** This request's reads of the audit trail, by their arguments, and the events they may return in all. */
-  audited?: { reads: Map<string, Promise<AuditEvent[]>>; events: number };
+  audited?: { reads: Map<string, Promise<unknown>>; events: number };
 }
 
 /**
@@ -65,6 +74,35 @@ function auditQuery(args: Args, now: number): { since?: number; before?: number;
   };
 }
 
+/** The request's reads so far, refusing one that would take them past `AUDIT_LOG_LIMIT.max` events in all. */
+function budgeted<T>(context: AuditContext, same: string, limit: number, read: () => Promise<T>): Promise<T> {
+  const audited = (context.audited ??= { reads: new Map(), events: 0 });
+  let answer = audited.reads.get(same);
+  if (!answer) {
+    if (audited.events + limit > AUDIT_LOG_LIMIT.max) {
+      throw new ServiceError(
+        "INVALID_INPUT",
+        `auditLog: one request reads at most ${AUDIT_LOG_LIMIT.max} events in all, and its auditLog fields with different arguments ask for more (${audited.events + limit}); give aliases the same arguments (they share one read) or send separate requests`,
+      );
+    }
+    audited.events += limit;
+    audited.reads.set(same, answer = read());
+  }
+  return answer as Promise<T>;
+}
+
+/**
+ * `auditTrail`: a page in the order the trail was written, from `cursor` back (the trail's end without
+ * one). Paging by position finds every event once, however the events' times step back; `since` and
+ * `before` only filter. Same limits and budget as `auditLog`.
+ */
+export function auditTrail(args: Args, context: AuditContext): Promise<AuditPage> {
+  const query = { ...auditQuery(args, Date.now()), ...(args.cursor == null ? {} : { cursor: String(args.cursor) }) };
+  if (query.cursor !== undefined && query.cursor.length > 100) throw badCursor(query.cursor); // every log's are shorter
+  const same = JSON.stringify(["trail", args.since ?? null, args.before ?? null, query.limit, query.cursor ?? null]);
+  return budgeted(context, same, query.limit, () => context.store.auditPage(query));
+}
+
 /**
  * The events `auditLog` returns for these arguments: read once per request for each set of arguments, like
  * `apiKeys`, and refused once the request's reads would return more than `AUDIT_LOG_LIMIT.max` in all, so
@@ -72,18 +110,6 @@ function auditQuery(args: Args, now: number): { since?: number; before?: number;
  */
 export function auditLog(args: Args, context: AuditContext): Promise<AuditEvent[]> {
   const query = auditQuery(args, Date.now());
-  const audited = (context.audited ??= { reads: new Map(), events: 0 });
   const same = JSON.stringify([args.since ?? null, args.before ?? null, query.limit]);
-  let read = audited.reads.get(same);
-  if (!read) {
-    if (audited.events + query.limit > AUDIT_LOG_LIMIT.max) {
-      throw new ServiceError(
-        "INVALID_INPUT",
-        `auditLog: one request reads at most ${AUDIT_LOG_LIMIT.max} events in all, and its auditLog fields with different arguments ask for more (${audited.events + query.limit}); give aliases the same arguments (they share one read) or send separate requests`,
-      );
-    }
-    audited.events += query.limit;
-    audited.reads.set(same, read = context.store.audit(query));
-  }
-  return read;
+  return budgeted(context, same, query.limit, () => context.store.audit(query));
 }

@@ -11,7 +11,7 @@ import { pageKeys } from "../store/paging.ts";
 import { PRESETS } from "../core/presets.ts";
 import { effectivePermissions, type Grants } from "../core/policy.ts";
 import type { KeyStore } from "../store/key-store.ts";
-import { auditLog } from "./audit-log.ts";
+import { auditLog, auditTrail } from "./audit-log.ts";
 import { USAGE_QUERY } from "./usage.ts";
 import type { Args, Rule } from "./field-rule.ts";
 
@@ -66,5 +66,6 @@ export const QUERY: Readonly<Record<string, Rule>> = {
   info: { needs: "INFO:READ_ANY", resolve: () => ({}) },
   // Never remembered by the answer cache (not keyOnly): each request reads the trail, once per set of arguments.
   auditLog: { needs: "API_KEY:READ_ANY", resolve: auditLog },
+  auditTrail: { needs: "API_KEY:READ_ANY", resolve: auditTrail },
   ...USAGE_QUERY,
 };

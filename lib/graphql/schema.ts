@@ -39,6 +39,8 @@ type Query {
   info: Info
   "The audit trail, oldest first: the changes since since and before before (each a duration back from now like 30m, 12h or 7d, or an ISO 8601 time; absent: every event kept), at most limit of the latest (1 to 10000, default 1000). To page back, ask again with before set to the at of the oldest event received (events of that same millisecond may straddle two pages: to be sure of them all, ask with before one millisecond later and skip those already received). Aliases with the same arguments share one read; those with different arguments may ask for 10000 events in one request in all."
   auditLog(since: String, limit: Int, before: String): [AuditEvent!]
+  "The audit trail in the order it was written, a page at a time from the newest back: at most limit events (1 to 10000, default 1000) before cursor (the cursor of the page received last; absent: the trail's end), oldest first, with the cursor of the page before. Unlike auditLog's before, this finds every event once even where events' times step back (a clock step, writers on hosts a little apart). since and before filter by time as in auditLog. Shares auditLog's 10000 events per request."
+  auditTrail(since: String, before: String, limit: Int, cursor: String): AuditTrailPage
 }
 
 type ApiKeyMutations {

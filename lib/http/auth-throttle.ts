@@ -9,24 +9,25 @@
  * fails the checksum is refused without any store read, throttled or not; a well-formed one costs its
  * `verify` read (the cheapest check there is, and the one that tells a valid key).
  *
- * The count is the keys' rate-limit mechanism (`store/rate-limiter.ts`), keyed `auth:<client>`: on Redis
- * one count for every server sharing it; else a count of this process, of at most MAX_CLIENTS addresses
- * (the least recently failing are forgotten). Addresses over the limit are remembered here until their
- * window ends, so their further attempts cost no round trip to Redis either.
+ * On Redis the count is the keys' rate-limit mechanism (`store/rate-limiter.ts`), keyed `auth:<client>`:
+ * one count for every server sharing it, and the addresses over the limit are remembered here until their
+ * window ends, so their further attempts cost no round trip. Else it is a count of this process with the
+ * same fixed windows. Either memory holds at most MAX_CLIENTS addresses, a few dozen bytes each
+ * (`auth-counts.ts`); the least recently failing are forgotten.
  */
 import { after, type MaybePromise } from "../core/maybe-promise.ts";
 import { brokenBound, checkRateLimits, formatWindow, parseRateLimits, type RateLimit } from "../core/rate-limits.ts";
-import { createLru } from "../core/_lru.ts";
 import { ServiceError } from "../core/errors.ts";
 import { redactSecrets } from "../core/secret.ts";
-import { createMemoryRateLimiter, type RateLimiter } from "../store/rate-limiter.ts";
+import type { RateVerdict } from "../store/rate-limiter.ts";
+import { createAddressCounts, createOverAddresses } from "./auth-counts.ts";
 import { type AddressSet, clientOf, parseTrustedProxies } from "./client-address.ts";
 import { errorResponse, isStoreDown } from "./responses.ts";
 import { retrySeconds } from "./rate-limit.ts";
 import type { HandlerOptions, ServiceRequest, ServiceResponse } from "./types.ts";
 
 export const DEFAULT_AUTH_FAILURE_LIMIT: readonly RateLimit[] = [{ limit: 60, durationMs: 60_000 }];
-/** Client addresses counted at once in process (about 20 MB of heap at most, measured); Redis expires its counts itself. */
+/** Client addresses counted (or remembered over the limit) at once in process: 10 to 16 MB in all, measured (docs/service.md). */
 export const MAX_CLIENTS = 100_000;
 export const AUTH_FAILURE_LIMIT_FORM = "<failures>/<duration> like 60/1m (several comma-separated: 10/1s,60/1m), or off";
 
@@ -76,29 +77,30 @@ export function createAuthThrottle(options: Pick<HandlerOptions, "authFailureLim
   if (!limits) return (_request: ServiceRequest, refuse: () => MaybePromise<ServiceResponse>) => refuse();
   const shared = options.store.rateLimiter?.shared ? options.store.rateLimiter : undefined;
   // Not the store's in-process limiter: addresses rotating through it would push keys' windows out.
-  const limiter: RateLimiter = shared ?? createMemoryRateLimiter(MAX_CLIENTS * limits.length);
-  const over = createLru<string, { until: number; limit: number; windowMs: number }>(MAX_CLIENTS);
+  const local = shared ? undefined : createAddressCounts(limits, MAX_CLIENTS);
+  const over = shared ? createOverAddresses(limits, MAX_CLIENTS) : undefined;
   const observer = options.observer;
+  const judged = (client: string, now: number, verdict: RateVerdict) => {
+    if (verdict.allowed) return undefined;
+    over?.set(client, verdict, now);
+    observer?.authThrottled?.();
+    return throttled(verdict, verdict.resetMs);
+  };
 
   return (request: ServiceRequest, refuse: () => MaybePromise<ServiceResponse>): MaybePromise<ServiceResponse> => {
     const client = clientOf(request.remoteAddress, request.headers.get("x-forwarded-for"), trusted);
     const now = Date.now();
-    const known = over.get(client);
-    if (known && known.until > now) return observer?.authThrottled?.(), throttled(known, known.until - now);
-    if (known) over.delete(client);
+    if (local) return judged(client, now, local.hit(client, now)) ?? refuse();
+    const known = over!.get(client, now);
+    if (known) return observer?.authThrottled?.(), throttled(known, known.ms);
     let counted;
     try {
-      counted = limiter.hit(`auth:${client}`, limits, now);
+      counted = shared!.hit(`auth:${client}`, limits, now);
     } catch (error) {
       if (!isStoreDown(error)) throw error;
       return refuse();
     }
-    return after(counted, (verdict) => {
-      if (verdict.allowed) return refuse();
-      over.set(client, { until: now + verdict.resetMs, limit: verdict.limit, windowMs: verdict.windowMs });
-      observer?.authThrottled?.();
-      return throttled(verdict, verdict.resetMs);
-    }, (error) => {
+    return after(counted, (verdict) => judged(client, now, verdict) ?? refuse(), (error) => {
       // Redis cannot count: the request is refused all the same, as it would be without the throttle
       // (a well-formed key's refusal needs the store, so that is a 503 while Redis is down).
       if (!isStoreDown(error)) throw error;

@@ -71,7 +71,7 @@ export function parseAddress(raw: string): number[] | null {
 export function clientKey(bytes: readonly number[]): string {
   if (bytes.length === 4) return bytes.join(".");
   const groups = [0, 2, 4, 6].map((i) => ((bytes[i] << 8) | bytes[i + 1]).toString(16));
-  return `${groups.join(":")}::/64`;
+  return [...groups, "", "/64"].join(":"); // one flat string: a template would keep its parts (the throttle holds 100,000)
 }
 
 /** A predicate over parsed addresses, from IPs and CIDR blocks of either family. */

@@ -8,29 +8,29 @@
  */
 import { hostname, userInfo } from "node:os";
 import { type Actor, AUDIT_ACTIONS, type AuditEvent } from "../core/model.ts";
+import { type AuditPage, type AuditPageQuery, type AuditQuery, badCursor, createEventSelector, createPageCollector } from "./audit-select.ts";
 
-export interface AuditQuery {
-  /** Events at or after this instant (ms since the epoch). */
-  since?: number;
-  /** Events before this instant (ms since the epoch): the page before one already read. */
-  before?: number;
-  /** At most this many: the latest ones (still oldest first). */
-  limit?: number;
-}
-
-/**
- * How far apart the clocks of a trail's writers may be (ms). Logs are read from their end and stop once
- * a stretch of events is this much older than anything the answer can still hold: an event written this
- * much later in the log than its time says (a writer's clock behind) is still found, one written earlier
- * (a clock ahead) may not be.
- */
-export const CLOCK_SKEW_MS = 1_000;
+export {
+  type AuditPage,
+  type AuditPageQuery,
+  type AuditQuery,
+  badCursor,
+  CLOCK_SKEW_MS,
+  createEventSelector,
+  createPageCollector,
+  selectEvents,
+} from "./audit-select.ts";
 
 export interface AuditLog {
   /** Appends one event, durably, before resolving; many processes may append at once. */
   append(event: AuditEvent): Promise<void>;
   /** Events matching `query`, oldest first. */
   read(query?: AuditQuery): Promise<AuditEvent[]>;
+  /**
+   * A page of the trail in the order it was written, from `cursor` back (see `AuditPage`). Absent (a log of
+   * the library user's): `pageOf` pages through what `read` returns.
+   */
+  page?(query: AuditPageQuery): Promise<AuditPage>;
   /**
    * False while a log on a disk that filled up has spent the room it keeps in reserve: writes that are
    * only nice to have (a retired secret's entry) then leave the space to the events. Absent: always room.
@@ -46,11 +46,13 @@ const MEMORY_STRETCH = 256;
 /** An audit log in this process's memory, for the memory store and tests. */
 export function createMemoryAuditLog(capacity = MEMORY_EVENTS): AuditLog {
   const events: AuditEvent[] = [];
+  let dropped = 0; // events[i] is the trail's event number dropped + i: its position
   return {
     append: async (event) => {
       events.push(structuredClone(event));
-      if (events.length > capacity) events.splice(0, events.length - capacity);
+      if (events.length > capacity) dropped += events.splice(0, events.length - capacity).length;
     },
+    page: async (query) => pageOfList(events, dropped, query),
     // From the newest back, as far as the answer needs: by time, like the logs of several writers.
     read: async (query = {}) => {
       const selector = createEventSelector(query);
@@ -68,62 +70,26 @@ export function createMemoryAuditLog(capacity = MEMORY_EVENTS): AuditLog {
   };
 }
 
-/** The events of `events` (oldest first) that `query` asks for. */
-export function selectEvents(events: readonly AuditEvent[], { since, before, limit }: AuditQuery = {}): AuditEvent[] {
-  const from = since === undefined && before === undefined
-    ? events
-    : events.filter((e) => Date.parse(e.at) >= (since ?? -Infinity) && Date.parse(e.at) < (before ?? Infinity));
-  return limit === undefined ? [...from] : from.slice(Math.max(0, from.length - limit));
+/** A page of `list`, a trail whose first event is number `first`, by those numbers (`AuditLog.page`). */
+function pageOfList(list: readonly AuditEvent[], first: number, query: AuditPageQuery): AuditPage {
+  const collector = createPageCollector(query);
+  const cursor = query.cursor === undefined ? first + list.length : Number(query.cursor);
+  if (!(Number.isSafeInteger(cursor) && cursor >= 0 && String(cursor) === (query.cursor ?? String(cursor)))) throw badCursor(query.cursor!);
+  for (let p = Math.min(cursor, first + list.length) - 1; p >= first;) {
+    let latest = -Infinity;
+    for (const stop = Math.max(first, p - MEMORY_STRETCH); p >= stop; p--) {
+      const time = Date.parse(list[p - first].at);
+      latest = Math.max(latest, time);
+      if (collector.wants(time)) collector.offer(structuredClone(list[p - first]), String(p));
+    }
+    if (collector.done(latest)) break;
+  }
+  return collector.result();
 }
 
-/**
- * `selectEvents` over events offered one at a time, newest first in log order, keeping only what the answer
- * can hold: those at or after `since` and before `before`, and with `limit` at most about twice that many at
- * any moment (the latest by time, log order among equal times, as `byTime` orders them). Memory is bounded
- * by the answer, never by the log; `done` says when a reader going back through the log may stop.
- */
-export function createEventSelector({ since, before, limit }: AuditQuery = {}) {
-  let kept: { time: number; seq: number; event: AuditEvent }[] = [];
-  let seq = 0;
-  const until = before ?? Infinity;
-  const cap = limit === undefined ? Infinity : Math.max(0, limit);
-  const trimAt = Math.max(2 * cap, 1024);
-  /** Once `cap` events are kept, an event before the earliest of them can never be among the latest. */
-  let floor = since ?? -Infinity;
-  let sorted = true;
-  const order = () => {
-    if (sorted) return;
-    sorted = true;
-    kept.sort((a, b) => a.time - b.time || a.seq - b.seq);
-    if (kept.length > cap) kept = kept.slice(kept.length - cap);
-    if (kept.length === cap && cap > 0) floor = Math.max(floor, kept[0].time);
-  };
-  const wants = (time: number) => cap > 0 && time >= floor && time < until;
-  return {
-    /** False when an event of this time would not be kept: a reader may then skip parsing the rest of it. */
-    wants,
-    /**
-     * True when the events before a stretch of the log whose latest time is `time` cannot change the answer:
-     * `time` is over `CLOCK_SKEW_MS` older than `since`, or than the earliest of `limit` events already kept.
-     */
-    done(time: number): boolean {
-      if (cap === 0) return true;
-      if (kept.length >= cap) order();
-      return time < floor - CLOCK_SKEW_MS;
-    },
-    offer(event: AuditEvent): void {
-      const time = Date.parse(event.at);
-      if (!wants(time)) return;
-      kept.push({ time, seq: seq--, event }); // offered newest first: log order is the reverse
-      sorted = false;
-      if (kept.length >= trimAt) order();
-    },
-    /** The selected events, oldest first. */
-    result(): AuditEvent[] {
-      order();
-      return kept.map((k) => k.event);
-    },
-  };
+/** `AuditLog.page` of a log without one: pages through everything `read` returns (a log of the library user's). */
+export async function pageOf(log: AuditLog, query: AuditPageQuery): Promise<AuditPage> {
+  return log.page ? log.page(query) : pageOfList(await log.read(), 0, query);
 }
 
 const isText = (value: unknown): value is string => typeof value === "string";

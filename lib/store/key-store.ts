@@ -75,7 +75,7 @@ import { redactSecrets } from "../core/secret.ts";
 import { isKeyId } from "../core/input.ts";
 import { createEntries } from "./_entries.ts";
 import { createVerifier } from "./_verify.ts";
-import { createMemoryAuditLog, localActor } from "./audit.ts";
+import { createMemoryAuditLog, localActor, pageOf } from "./audit.ts";
 import { iso, type StoreContext } from "./_context.ts";
 import { createRemovals } from "./_remove.ts";
 import { createCreate } from "./_create.ts";
@@ -207,6 +207,7 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
     usage: (id) => guard("read a key's usage", () => usage.usage(id)),
     verifyDetailed: (secret, options) => guard("verify a key", () => usage.verifyDetailed(secret, options)),
     audit: (query) => guard("read the audit trail", () => auditLog.read(query)),
+    auditPage: (query) => guard("read the audit trail", () => pageOf(auditLog, query)),
     exportRecords: () => guard("export keys", transfer.exportRecords),
     importRecords: (keys, options) => guard("import keys", () => transfer.importRecords(keys, options)),
     close: async () => {

@@ -11,4 +11,4 @@
  * console.log(event.action, describeActor(event.actor)); // "create", and who: alice@ci-7 (the local user and host)
  */
 export { AUDIT_ACTIONS, type AuditAction, type AuditEvent } from "../core/model.ts";
-export { type AuditLog, type AuditQuery, createMemoryAuditLog, describeActor, localActor } from "./audit.ts";
+export { type AuditLog, type AuditPage, type AuditPageQuery, type AuditQuery, createMemoryAuditLog, describeActor, localActor } from "./audit.ts";

@@ -10,7 +10,7 @@ import type { Actor, ApiKeyInfo, AuditEvent, CreatedKey, CreateKeyInput, KeyPatc
 import type { ExportedKey } from "./transfer.ts";
 import type { AtomicIndex } from "./atomic.ts";
 import type { KeyOrder } from "./_key-order.ts";
-import type { AuditLog, AuditQuery } from "./audit.ts";
+import type { AuditLog, AuditPage, AuditPageQuery, AuditQuery } from "./audit.ts";
 
 export interface KeyStoreOptions {
   /** Counts requests against keys' rate limits; defaults to one in this process (`createMemoryRateLimiter`). */
@@ -232,6 +232,8 @@ export interface KeyStore {
   usage(id: string): Promise<KeyUsage | null>;
   /** The audit trail, oldest first. */
   audit(query?: AuditQuery): Promise<AuditEvent[]>;
+  /** A page of the audit trail in the order it was written, from a cursor back (`AuditPage`): how a client lists it all. */
+  auditPage(query: AuditPageQuery): Promise<AuditPage>;
   /** Every key with the hash of its secret (never a secret), live ones then replaced ones in a grace period: for export. */
   exportRecords(): Promise<StoredKey[]>;
   /**

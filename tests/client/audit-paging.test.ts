@@ -6,7 +6,12 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { layTrail, trailName } from "../../bench/_audit-trail.mjs";
+import type { AuditEvent } from "../../lib/core/model.ts";
+import type { AuditLog } from "../../lib/store/audit.ts";
+import { fsDriver } from "../../lib/store/drivers/fs.ts";
+import { openRedisBackend } from "../../lib/store/drivers/redis.ts";
 import { runCli, tempDir } from "../helpers/cli.ts";
+import { startRedis } from "../helpers/redis.ts";
 import { type ServerProcess, startServer } from "../helpers/server.ts";
 
 const EVENTS = 10_000;
@@ -63,7 +68,7 @@ describe("remote --audit", () => {
 
 describe("remote --audit against a service whose pages never end", () => {
   it("stops with a clear error instead of asking forever", async () => {
-    // Every answer is a full page of events of one time, whatever was asked.
+    // Every answer is a full page of events of one time with the same cursor, whatever was asked.
     let asked = 0;
     const at = new Date().toISOString();
     const fake = createServer((req, res) => {
@@ -76,7 +81,7 @@ describe("remote --audit against a service whose pages never end", () => {
           actor: { kind: "key", user: null, host: null, id: "11111111-1111-4111-8111-111111111111", name: "x" }, changed: null, replaced: null,
         }));
         res.setHeader("content-type", "application/json");
-        res.end(JSON.stringify({ data: { auditLog } }));
+        res.end(JSON.stringify({ data: { auditTrail: { events: auditLog, cursor: "the same" } } }));
       });
     });
     await new Promise<void>((done) => fake.listen(0, "127.0.0.1", done));
@@ -85,10 +90,74 @@ describe("remote --audit against a service whose pages never end", () => {
       const result = await runCli(["apikey", "--audit", "--json", "--url", url], { env: { SERVICE_API_KEY: key }, timeoutMs: 60_000 });
       expect(result.code).toBe(1);
       expect(JSON.parse(result.stdout)).toMatchObject({ code: "INTERNAL" });
-      expect(JSON.parse(result.stdout).error).toBe("The service's audit trail came back with an event not before the time asked; stopped reading");
+      expect(JSON.parse(result.stdout).error).toBe("The service's audit trail came back with a page that does not move back through the trail; stopped reading");
       expect(asked).toBe(2);
     } finally {
       fake.close();
     }
   }, 60_000);
+});
+
+describe("remote --audit on a trail whose times step back", () => {
+  /**
+   * Appends 2,600 events to `log` as writers whose clocks disagree leave them: 1,300 a minute ago, then 1,300
+   * whose times are ten minutes earlier (a clock stepped back), 10 ms apart. Paging by time skipped those.
+   */
+  const writeSteppedTrail = async (log: AuditLog) => {
+    const start = Date.now() - 60_000;
+    for (let i = 0; i < 2_600; i++) {
+      const at = new Date(start + (i < 1_300 ? 0 : -600_000) + 10 * i).toISOString();
+      const event: AuditEvent = { at, action: "create", id: `00000000-0000-4000-8000-${String(i).padStart(12, "0")}`, name: trailName(i, 40), actor: { kind: "local", user: "ops", host: i < 1_300 ? "a" : "b" } };
+      await log.append(event);
+    }
+  };
+  /** Local and remote `--audit --json` on `store` (a directory or a Redis URL), after an ADMIN key is made there. */
+  const bothWays = async (store: string) => {
+    const created = await runCli(["apikey", "--create", "--name", "auditor", "--roles", "ADMIN", "--json", "--store", store]);
+    expect(created.code, created.stderr).toBe(0);
+    const served = await startServer({ store });
+    try {
+      const here = await runCli(["apikey", "--audit", "--json", "--store", store], { timeoutMs: 60_000 });
+      const there = await runCli(["apikey", "--audit", "--json", "--url", served.url], { env: { SERVICE_API_KEY: JSON.parse(created.stdout).key }, timeoutMs: 60_000 });
+      expect(here.code, here.stderr).toBe(0);
+      expect(there.code, there.stderr).toBe(0);
+      return { here: JSON.parse(here.stdout).events as AuditEvent[], there: JSON.parse(there.stdout).events as AuditEvent[] };
+    } finally {
+      await served.stop();
+    }
+  };
+
+  it("lists every event local --audit lists, on files rotated while the clock stepped back", async () => {
+    const { dir, cleanup } = tempDir("service-api-audit-stepped-");
+    try {
+      const base = join(dir, "keys");
+      const driver = fsDriver({ base, audit: { maxBytes: 32 * 1024, keep: 100 } });
+      await writeSteppedTrail(driver.audit);
+      const { here, there } = await bothWays(base);
+      expect(here).toHaveLength(2_601);
+      expect(new Set(here.map((e) => e.id)).size).toBe(2_601);
+      expect(there).toEqual(here);
+    } finally {
+      cleanup();
+    }
+  }, 120_000);
+
+  it("lists every event local --audit lists, on a real redis-server", async () => {
+    const redis = await startRedis();
+    try {
+      const url = `${redis.url}?prefix=stepped`;
+      const backend = await openRedisBackend(url);
+      try {
+        await writeSteppedTrail(backend.audit);
+      } finally {
+        await backend.dispose();
+      }
+      const { here, there } = await bothWays(url);
+      expect(here).toHaveLength(2_601);
+      expect(new Set(here.map((e) => e.id)).size).toBe(2_601);
+      expect(there).toEqual(here);
+    } finally {
+      await redis.stop();
+    }
+  }, 120_000);
 });

@@ -189,9 +189,11 @@ describe("remote mode against a hostile service", () => {
       data = { apiKey: { deleteExpired: [{ ...key, expiresAt: 42 }] } };
       expect(await remote.deleteExpired().catch((e) => e.message)).toMatch(/deleteExpired\.0\.expiresAt/);
       const event = { at: iso(0), action: "create", id: "x", name: "x", changed: null, replaced: null };
-      data = { auditLog: [{ ...event, actor: { kind: "root", id: "x", name: "x" } }] };
-      expect(await remote.audit().catch((e) => e.message)).toMatch(/auditLog\.0\.actor/);
-      data = { auditLog: [{ ...event, name: "evil\u001b[2J", actor: { kind: "local", user: "u\u202e", host: "h", id: null, name: null } }] };
+      data = { auditTrail: { events: [{ ...event, actor: { kind: "root", id: "x", name: "x" } }], cursor: null } };
+      expect(await remote.audit().catch((e) => e.message)).toMatch(/auditTrail\.events\.0\.actor/);
+      data = { auditTrail: { events: [{ ...event, actor: { kind: "local", user: "u", host: "h", id: null, name: null } }], cursor: 42 } };
+      expect(await remote.audit().catch((e) => e.message)).toMatch(/auditTrail\.cursor/);
+      data = { auditTrail: { events: [{ ...event, name: "evil\u001b[2J", actor: { kind: "local", user: "u\u202e", host: "h", id: null, name: null } }], cursor: null } };
       expect(await remote.audit()).toEqual([
         { at: iso(0), action: "create", id: "x", name: "evil\\u{1b}[2J", actor: { kind: "local", user: "u\\u{202e}", host: "h" } },
       ]);

@@ -59,6 +59,23 @@ describe("auditLog in one request", () => {
     expect(within.body.data.c).toHaveLength(6);
     expect(reads).toHaveLength(2);
   });
+
+  it("auditTrail pages in the order written with a cursor, shares auditLog's 10,000 events a request, and refuses a cursor it did not give", async () => {
+    const page = `query ($cursor: String) { auditTrail(limit: 4, cursor: $cursor) { events { name } cursor } }`;
+    const first = await gql(server.url, page, { key });
+    expect(first.body.errors).toBeUndefined();
+    expect(first.body.data.auditTrail.events.map((e: AuditEvent) => e.name)).toEqual(["key 2", "key 3", "key 4", "reader"]);
+    const next = await gql(server.url, page, { key, variables: { cursor: first.body.data.auditTrail.cursor } });
+    expect(next.body.data.auditTrail).toEqual({ events: [{ name: "key 0" }, { name: "key 1" }], cursor: null });
+
+    const over = await gql(server.url, `{ a: auditLog(limit: 9000) { name } b: auditTrail(limit: 1001) { cursor } }`, { key });
+    expect(over.body.errors).toHaveLength(1);
+    expect(over.body.errors[0]).toMatchObject({ path: ["b"], extensions: { code: "INVALID_INPUT" } });
+    const bad = await gql(server.url, page, { key, variables: { cursor: "no such place" } });
+    expect(bad.status).toBe(200);
+    expect(bad.body.errors[0]).toMatchObject({ path: ["auditTrail"], extensions: { code: "INVALID_INPUT" } });
+    expect(bad.body.errors[0].message).toMatch(/^auditTrail: cursor "no such place" is not one this trail gave/);
+  });
 });
 
 describe("auditLog on a 20 MiB trail of files", () => {

@@ -206,6 +206,7 @@ describe("GUEST", () => {
     online: "{ online }",
     info: "{ info { hostname } }",
     auditLog: "{ auditLog { id action } }",
+    auditTrail: "{ auditTrail { cursor } }",
     verifyApiKey: "{ verifyApiKey(key: \"sapi_none\") { valid } }",
   };
 

@@ -1,8 +1,11 @@
 // Failed-authentication throttling (lib/http/auth-throttle.ts, client-address.ts): real `serve` processes on
 // port 0 (files and a real redis-server), client addresses simulated with --trust-proxy and X-Forwarded-For,
 // the library's handler, and the address parsing a hostile header goes through.
+import { spawnSync } from "node:child_process";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { cliWithStore, runCli } from "../helpers/cli.ts";
+import { cliWithStore, ROOT, runCli } from "../helpers/cli.ts";
 import { gql, redisWithServers, type ServerProcess, startServer } from "../helpers/server.ts";
 import { createHandler } from "../../lib/http/fetch.ts";
 import { createKeyStore } from "../../lib/store/key-store.ts";
@@ -203,6 +206,43 @@ describe("the library's handler", () => {
     expect(() => createHandler({ store, authFailureLimit: "often" })).toThrow(/60\/1m/);
     expect(() => createHandler({ store, trustProxy: "10.0.0.0/8, nonsense" })).toThrow(/Invalid --trust-proxy entry "nonsense"/);
   });
+});
+
+describe("the in-process count's memory", () => {
+  /**
+   * Fills the throttle of a child process (files store: counted in process) with `addresses` clients failing
+   * `each` times, and measures what its heap and typed arrays grew by, after full collections. (The vitest
+   * worker's own heap moves by hundreds of KB on its own; a child doing nothing else does not.)
+   */
+  const fill = (limit: string, addresses: number, each: number, v6: boolean) => {
+    const module = pathToFileURL(join(ROOT, "dist/lib/http/auth-throttle.js")).href;
+    const script = `const { createAuthThrottle, MAX_CLIENTS } = await import(${JSON.stringify(module)});
+      const used = () => { for (let i = 0; i < 4; i++) gc(); const m = process.memoryUsage(); return m.heapUsed + m.arrayBuffers; };
+      const throttle = createAuthThrottle({ store: {}, authFailureLimit: ${JSON.stringify(limit)} });
+      const headers = new Headers(), refused = { status: 401 }, statuses = {};
+      const address = (i) => ${v6} ? \`2001:db8:\${(i >>> 16).toString(16)}:\${(i & 0xffff).toString(16)}::1\` : \`10.\${(i >> 16) & 255}.\${(i >> 8) & 255}.\${i & 255}\`;
+      const ask = (i) => throttle({ remoteAddress: address(i), headers }, () => refused).status;
+      const before = used();
+      for (let i = 0; i < ${addresses}; i++) for (let k = 0; k < ${each}; k++) { const s = ask(i); statuses[s] = (statuses[s] ?? 0) + 1; }
+      const grew = used() - before;
+      // The latest address is still counted; the first ones were forgotten to stay within MAX_CLIENTS.
+      process.stdout.write(JSON.stringify({ max: MAX_CLIENTS, grew, statuses, latest: ask(${addresses - 1}), first: ask(0) }));`;
+    const child = spawnSync(process.execPath, ["--expose-gc", "--input-type=module", "-e", script], { encoding: "utf8", timeout: 60_000 });
+    expect(child.stderr).toBe("");
+    return JSON.parse(child.stdout) as { max: number; grew: number; statuses: Record<string, number>; latest: number; first: number };
+  };
+
+  it("holds 110,000 failing addresses in under 20 MB (docs/service.md), forgetting the oldest past 100,000", () => {
+    const one = fill("60/1m", 110_000, 2, false);
+    expect(one.max).toBe(100_000);
+    expect(one.statuses).toEqual({ 401: 220_000 });
+    expect(one.grew).toBeLessThan(20e6);
+    // Throttled IPv6 clients under five windows: the most a server keeps per address.
+    const five = fill("1/1s,2/2s,3/3s,4/4s,1/1m", 110_000, 1, true);
+    expect(five.statuses).toEqual({ 401: 110_000 });
+    expect([five.latest, five.first]).toEqual([429, 401]);
+    expect(five.grew).toBeLessThan(20e6);
+  }, 120_000);
 });
 
 describe("clientOf", () => {

@@ -245,6 +245,33 @@ describe.each(Object.keys(backends))("audit trail contract on %s", (kind) => {
     expect(names(await store.audit({ since: T0 + 30_000, limit: 2 }))).toEqual(["key 8", "key 9"]);
     expect(names(await store.audit({ since: T0 + 30_000 })).slice(0, 2)).toEqual(["late clock", "key 1"]);
   });
+
+  it("auditPage pages by position in the trail: every event once, in the order written, however the clock steps back", async () => {
+    const store = await backend.open({ now });
+    // The clock steps back an hour after key 4, then runs on.
+    for (let i = 0; i < 9; i++) {
+      clock = T0 + (i < 5 ? 0 : -3_600_000) + i * 60_000;
+      await store.create(input(`key ${i}`));
+    }
+    const names = (events: AuditEvent[]) => events.map((e) => e.name);
+    const pages: string[][] = [];
+    for (let cursor: string | undefined, page; (page = await store.auditPage({ limit: 2, cursor })).events.length;) {
+      pages.unshift(names(page.events));
+      if (page.cursor === null) break;
+      cursor = page.cursor;
+    }
+    expect(pages).toEqual([["key 0"], ["key 1", "key 2"], ["key 3", "key 4"], ["key 5", "key 6"], ["key 7", "key 8"]]);
+    // since and before filter by time; the cursor, not the time, is what moves.
+    const since = await store.auditPage({ limit: 3, since: T0 - 3_600_000 + 6 * 60_000 });
+    expect([names(since.events), since.cursor === null]).toEqual([["key 6", "key 7", "key 8"], false]);
+    const rest = await store.auditPage({ limit: 3, since: T0 - 3_600_000 + 6 * 60_000, cursor: since.cursor! });
+    expect(names(rest.events)).toEqual(["key 2", "key 3", "key 4"]); // key 5 is before since
+    const before = await store.auditPage({ limit: 10, before: T0 + 2 * 60_000 });
+    expect([names(before.events), before.cursor]).toEqual([["key 0", "key 1", "key 5", "key 6", "key 7", "key 8"], null]);
+    for (const cursor of ["not-a-cursor", "99999999999999999999999-0", ""]) {
+      await expect(store.auditPage({ limit: 1, cursor }), cursor).rejects.toMatchObject({ code: "INVALID_INPUT" });
+    }
+  });
 });
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -428,6 +455,24 @@ describe("audit trail on files", () => {
       chownSync(file, 0, 0);
     }
     expect(await log.read()).toEqual([event(0), event(1), event(2), event(3)]);
+  });
+
+  it("a page's cursor holds across a rotation: the next page goes on from the same event, in the file it was renamed to", async () => {
+    const log = logOf({ maxBytes: 4_096, keep: 50 }, false);
+    for (let i = 0; i < 100; i++) await log.append(event(i));
+    const first = await log.page!({ limit: 10 });
+    expect(first.events).toEqual(Array.from({ length: 10 }, (_, i) => event(90 + i)));
+    // More events rotate audit.log (the page's file) away under another name.
+    for (let i = 100; i < 200; i++) await log.append(event(i));
+    const seen: AuditEvent[] = [];
+    for (let cursor = first.cursor; cursor !== null;) {
+      const page = await log.page!({ limit: 7, cursor });
+      seen.unshift(...page.events);
+      cursor = page.cursor;
+    }
+    expect(seen).toEqual(Array.from({ length: 90 }, (_, i) => event(i)));
+    await expect(log.page!({ limit: 1, cursor: "1-x" })).rejects.toMatchObject({ code: "INVALID_INPUT" });
+    expect(await log.page!({ limit: 1, cursor: "1-0" })).toEqual({ events: [], cursor: null }); // a file no longer there
   });
 
   for (const blocking of [false, true]) {

@@ -20,7 +20,8 @@ export const MAX_PIECE = 1024 * 1024;
 export interface ScanTarget {
   /** False when an event of this time would not be kept: its piece is not parsed. */
   wants(time: number): boolean;
-  offer(event: AuditEvent): void;
+  /** `at`: where the event starts in the file (bytes). */
+  offer(event: AuditEvent, at: number): void;
 }
 
 /** The time an event piece starts with, or NaN. */
@@ -42,6 +43,10 @@ export function createBackwardScanner(target: ScanTarget) {
   /** The text at the end of `carry` lost its end (dropped as too long): its last piece is not whole. */
   let tornEnd = false;
   const state = { latest: -Infinity };
+  /** The text the pieces are cut from and where it starts in the file. */
+  let base: Buffer = carry;
+  let baseAt = 0;
+  let carryAt = 0;
 
   const take = (piece: Buffer) => {
     if (piece.length === 0 || piece[0] !== BRACE) return;
@@ -58,7 +63,7 @@ export function createBackwardScanner(target: ScanTarget) {
         state.latest = Math.max(state.latest, at);
         if (!target.wants(at)) return;
       }
-      target.offer(event);
+      target.offer(event, baseAt + piece.byteOffset - base.byteOffset);
     } catch {
       // a torn or foreign piece: not an event
     }
@@ -81,8 +86,10 @@ export function createBackwardScanner(target: ScanTarget) {
 
   return {
     state,
-    push(chunk: Buffer): void {
+    /** `at`: where `chunk` starts in the file. */
+    push(chunk: Buffer, at = 0): void {
       const text = carry.length ? Buffer.concat([chunk, carry]) : chunk;
+      (base = text), (baseAt = at);
       let end = text.length;
       for (let nl = text.lastIndexOf(NEWLINE, end - 1); nl !== -1; nl = end > 0 ? text.lastIndexOf(NEWLINE, end - 1) : -1) {
         takePieces(text.subarray(nl + 1, end));
@@ -95,6 +102,7 @@ export function createBackwardScanner(target: ScanTarget) {
         takePieces(rest.subarray(first));
         carry = Buffer.from(rest.subarray(0, first));
       } else carry = Buffer.from(rest);
+      carryAt = at;
       if (carry.length > MAX_PIECE) {
         carry = Buffer.alloc(0);
         tornEnd = true;
@@ -103,6 +111,7 @@ export function createBackwardScanner(target: ScanTarget) {
     end(cut: boolean): void {
       const rest = carry;
       carry = Buffer.alloc(0);
+      (base = rest), (baseAt = carryAt);
       if (!cut || rest.subarray(0, EVENT_OPEN.length).equals(EVENT_OPEN)) takePieces(rest);
       tornEnd = false;
     },

@@ -16,13 +16,14 @@
  *   that finds room. The log itself is made at the first event and again right after each rotation, so an
  *   append needs blocks, never a new inode.
  * - Reading (`_fs-audit-read.ts`) goes from the end back and stops once the answer is complete, and
- *   every file is checked first (`_fs-audit-files.ts`).
+ *   every file is checked first (`_fs-audit-files.ts`). A page in trail order (`page`) starts at a cursor
+ *   `<inode>-<offset>`: the file by its inode, which a rotation's rename keeps, and the byte an event starts at.
  */
 import { constants, type Stats } from "node:fs";
 import { join } from "node:path";
 import { type AuditLog, auditEventOf } from "../audit.ts";
 import { type AuditFiles, auditFiles } from "./_fs-audit-files.ts";
-import { readTrail } from "./_fs-audit-read.ts";
+import { readTrail, readTrailPage, type TrailReader } from "./_fs-audit-read.ts";
 import { type AuditReserve, keepReserve, noSpace, reserveHasRoom, useReserve } from "./_fs-audit-reserve.ts";
 import { rotateLog } from "./_fs-audit-rotate.ts";
 import { type FileOps, syncDir } from "./_fs-ops.ts";
@@ -121,6 +122,8 @@ export function createFsAuditLog({ dir, trust, files, durable, debug }: FsAuditC
   const checks = auditFiles(files);
   const log: LogWriter = { path, files, checks, durable };
   const reserve: AuditReserve = { path: join(dir, RESERVE), bytes: reserveBytes, files, checks, trust, durable };
+  const open = (file: string) => checks.openChecked(file, READ_FLAGS, false);
+  const reader: TrailReader = { dir, path, files, maxReadBytes, debug, close: checks.close, open };
   const rotation = { dir, path, keep, files, close: checks.close, syncDir: () => syncDir(files, dir, durable) };
 
   return {
@@ -137,9 +140,11 @@ export function createFsAuditLog({ dir, trust, files, durable, debug }: FsAuditC
     },
 
     async read(query = {}) {
-      if (!trust.directory(dir, false)) return [];
-      const open = (file: string) => checks.openChecked(file, READ_FLAGS, false);
-      return readTrail({ dir, path, files, maxReadBytes, debug, close: checks.close, open }, query);
+      return trust.directory(dir, false) ? readTrail(reader, query) : [];
+    },
+
+    async page(query) {
+      return trust.directory(dir, false) ? readTrailPage(reader, query) : { events: [], cursor: null };
     },
   };
 }

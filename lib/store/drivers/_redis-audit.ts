@@ -2,9 +2,10 @@
  * The audit trail on Redis: a capped stream, `<prefix>:audit` (`XADD ... MAXLEN ~ <cap>`, 100,000 events by
  * default; Redis trims the oldest). Entry ids follow the events' own times (a Lua script adds each at
  * `max(its time, the last id)`), so `since` is one `XRANGE` from `<since>-0`, whatever the server's clock.
+ * A page in trail order (`page`) goes back from an entry id, its cursor.
  */
 import type { AuditEvent } from "../../core/model.ts";
-import { type AuditLog, auditEventOf, byTime, CLOCK_SKEW_MS, selectEvents } from "../audit.ts";
+import { type AuditLog, auditEventOf, badCursor, byTime, CLOCK_SKEW_MS, createPageCollector, selectEvents } from "../audit.ts";
 import type { RedisConnection } from "./_redis-connection.ts";
 import type { Shape } from "./_redis-desync.ts";
 
@@ -89,6 +90,25 @@ export function createRedisAuditLog(connection: RedisConnection, auditCap: numbe
         }
       }
       return selectEvents(byTime(events), query);
+    }),
+    // In trail order, by entry id: an event whose time stepped back has a later id than its time, and is
+    // still found, where a page by time would miss it.
+    page: wrap(async (query) => {
+      if (query.cursor !== undefined && !/^\d{1,19}-\d{1,19}$/.test(query.cursor)) throw badCursor(query.cursor); // within Redis's 64 bits
+      const collector = createPageCollector(query);
+      for (let to = query.cursor === undefined ? "+" : `(${query.cursor}`; ;) {
+        const page = await range(true, to, "-");
+        let latest = -Infinity;
+        for (const entry of page) {
+          const [event] = eventsOf([entry]);
+          if (!event) continue;
+          latest = Math.max(latest, Date.parse(event.at));
+          collector.offer(event, entry[0]);
+        }
+        if (page.length < AUDIT_PAGE || collector.done(latest)) break;
+        to = `(${page[page.length - 1][0]}`;
+      }
+      return collector.result();
     }),
   };
 }
