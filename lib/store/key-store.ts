@@ -6,17 +6,18 @@
  *
  * Layout:
  *
- *   keys:<id>            the key's record (public fields + SHA-256 of the secret)
+ *   keys:<id>            the key's record (public fields + SHA-256 of the secret; after a rotation with a
+ *                        grace period also `retiring`: the old secret's hash and when it stops)
  *   names:<sha256(name)> the id of the live key with that name   <- the commit point
- *   secrets:<sha256>     the id of the key with that secret
+ *   secrets:<sha256>     the id of the key with that secret (its current one, or its retiring one)
  *
- *   grace:<sha256(name)> the id of the key that name had before an overwrite with a grace period (or
- *                        of a twin of the key, holding its old secret, after a rotation with one):
+ *   grace:<sha256(name)> the id of the key that name had before an overwrite with a grace period:
  *                        accepted until its record's `graceUntil` (one per name; a second overwrite
- *                        or rotation with grace ends the first one's period)
+ *                        or a rotation with grace ends the first one's period)
  *   retired:<sha256>     { id, name, retiredAt } of a secret that works no more (`_retired.ts`): written
  *                        by `discard`, which every removal ends in; never read by `verify`
  *   meta:revision        changes whenever a key is deleted, replaced or updated
+ *   meta:format          the layout, once an older one was brought up to it (`_migrate.ts`)
  *
  * The audit trail is kept beside it (`AuditLog`): each change appends its event before the change's
  * commit point (a name entry claimed, swapped or taken, or for an update its record rewritten), so no
