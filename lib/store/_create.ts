@@ -17,8 +17,8 @@ type RemoveById = (id: string, action: "delete", change: ChangeOptions) => Promi
 
 /**
  * Marks the live key `id` as replaced-with-grace until `until` (ms), before its name moves on. A key of
- * that name still in an earlier grace period is removed, and so is the key's own retiring secret: a name has
- * at most two working secrets. Runs
+ * that name still in an earlier grace period is removed: a name has at most two working secrets. (A retiring
+ * secret the key has from a rotation stops with the swap: it works only while its key is live.) Runs
  * under the key's lock, with the swap of the name (`swapName`).
  */
 async function startGrace(ctx: StoreContext, removeById: RemoveById, id: string, until: number, change: ChangeOptions) {
@@ -28,11 +28,8 @@ async function startGrace(ctx: StoreContext, removeById: RemoveById, id: string,
   if (!old) return;
   const earlier = await readId(graceKey(old.name));
   if (isKeyId(earlier) && earlier !== id) await removeById(earlier, "delete", change);
-  // Its own retiring secret (from a rotation with grace) stops: the key in grace keeps one secret, its current one.
-  const { retiring, ...kept } = old;
-  await storage.setItem(`keys:${id}`, { ...kept, graceUntil: iso(Math.min(until, untilOf(old.expiresAt))) });
+  await storage.setItem(`keys:${id}`, { ...old, graceUntil: iso(Math.min(until, untilOf(old.expiresAt))) });
   await storage.setItem(graceKey(old.name), id);
-  await ctx.entries.endRetiring(old, retiring);
 }
 
 /**

@@ -61,7 +61,7 @@ export function createEntries(storage: Storage, debug: (message: string) => void
      * Until when (ms) the record's secret `hash` authenticates. Its own secret: its expiry while its name
      * points at it, the earlier of expiry and grace while it is in a grace period, else null (revoked or
      * replaced). Its retiring secret (a rotation's old one): the earlier of expiry and the retiring time,
-     * while the key is live; else null. Any other hash: null.
+     * while the key is live, so never once an overwrite replaced it; else null. Any other hash: null.
      */
     acceptedUntil: async (record: StoredKey, hash = record.hash): Promise<number | null> => {
       if (hash !== record.hash) {

@@ -1,7 +1,7 @@
 // A store written by the release before a rotated key became one key with two secrets, on files and on a
 // real Redis, opened by this one: each rotation twin is folded into its key (its old secret works until its
 // end, a disable stops both, credits and rate limits are shared), an overwrite's key in grace stays a key of
-// its own, and a migration cut short at any step finishes on the next open.
+// its own, a migration cut short at any step finishes on the next open, and two opening it at once agree.
 import { join } from "node:path";
 import { createStorage, type Storage } from "unstorage";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -107,7 +107,9 @@ describe.each(Object.keys(layouts))("a store written before, on %s", (kind) => {
     await raw.storage.removeItem(`keys:${cutNew.twin.id}`);
     await before.close();
 
-    const store = await openKeyStore(layout.spec);
+    // Two processes opening it at once fold each twin once.
+    const [store, alongside] = await Promise.all([openKeyStore(layout.spec), openKeyStore(layout.spec)]);
+    await alongside.close();
     try {
       const rows = (await store.list()).map((k) => [k.name, k.id, k.graceUntil ? "grace" : k.retiringUntil ? "retiring" : "one"]);
       expect(rows).toEqual([
