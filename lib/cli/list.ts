@@ -15,7 +15,10 @@ export const shortTime = (iso: string) => iso.replace("T", " ").slice(0, 16);
 
 export { type KeyState, keyState } from "../core/lifecycle.ts";
 
-/** The EXPIRES cell: "never", the time, "expired", "disabled", or for a replaced key the end of its grace period. */
+/**
+ * The EXPIRES cell: "never", the time, "expired", "disabled", or for a replaced key the end of its grace
+ * period; a key rotated with a grace period adds when its old secret stops, while it has not.
+ */
 export function expiryCell(key: ApiKeyInfo, now: number): string {
   const state = keyState(key, now);
   if (state === "expired" || state === "disabled") return state;
@@ -23,7 +26,8 @@ export function expiryCell(key: ApiKeyInfo, now: number): string {
     const ends = untilOf(key.expiresAt) < untilOf(key.graceUntil) ? key.expiresAt! : key.graceUntil!;
     return `${shortTime(ends)} (grace)`;
   }
-  return key.expiresAt ? shortTime(key.expiresAt) : "never";
+  const retiring = key.retiringUntil && untilOf(key.retiringUntil) > now ? ` (old secret ${shortTime(key.retiringUntil)})` : "";
+  return (key.expiresAt ? shortTime(key.expiresAt) : "never") + retiring;
 }
 
 /**
@@ -81,6 +85,7 @@ export function listFields(now: number): ((key: ApiKeyInfo) => string)[] {
     (k) => formatLabels(k.labels),
     (k) => formatRateLimits(k.rateLimits),
     (k) => formatCredits(k.credits),
+    (k) => k.retiringUntil ?? "",
   ];
 }
 

@@ -76,7 +76,9 @@ export async function undeliveredCreate(
   const fix = `Delete it (service-api apikey --delete --name '${name}') or overwrite it again.`;
   if (created.rotated) {
     const old = created.graceUntil ? `keeps working until ${created.graceUntil}` : "no longer works";
-    return `${lost} Key '${name}' (id ${id}) has a new secret, which is lost; its old secret ${old}. Rotate it again: service-api apikey --rotate --id ${id}`;
+    // Another rotation ends the old secret (a key keeps at most one): said, so that it is done knowingly.
+    const ends = created.graceUntil ? ", which ends the old secret too, with or without --grace" : "";
+    return `${lost} Key '${name}' (id ${id}) has a new secret, which is lost; its old secret ${old}. Rotate it again: service-api apikey --rotate --id ${id}${ends}`;
   }
   if (created.replaced) {
     const old = created.graceUntil ? `which keeps working until ${created.graceUntil}` : "which no longer works";

@@ -36,6 +36,16 @@ export function rotatedSummary(rotated: CreatedKey, graceUntil?: string): string
 }
 
 /**
+ * What a rotation says when it ends the old secret an earlier rotation with grace left working (a key keeps
+ * at most one): that secret, by the end it had been given (the secret itself is never known), else undefined.
+ */
+export function endedNotice(before: ApiKeyInfo, now: number): string | undefined {
+  if (!before.retiringUntil || Date.parse(before.retiringUntil) <= now) return undefined;
+  return `The old secret of its previous rotation, which was to keep working until ${sentenceTime(before.retiringUntil)}, ` +
+    "stops now: a key keeps at most one old secret.";
+}
+
+/**
  * Runs `apikey --rotate (--name <name> | --id <id>) [--grace <d>]`. `values.graceMs` was checked with the
  * other flags before any store was opened.
  */
@@ -52,6 +62,8 @@ export async function rotateKey(flags: ApikeyFlags, values: LifecycleValues, sto
   const graceUntil = graceFrom === undefined ? undefined : new Date(graceFrom + graceMs!).toISOString();
   const output = flags.format === "env" ? formatEnv(rotated, true, graceUntil) : formatCreated(rotated, asJson, true, graceUntil);
   if (!asJson) output.notice = rotatedSummary(rotated, graceUntil);
+  const ended = endedNotice(key, graceFrom ?? Date.now());
+  if (ended) output.notice = output.notice ? `${output.notice}\n${ended}` : ended;
   return { ...output, created: { id: rotated.id, name: rotated.name, replaced: true, graceUntil, rotated: true } };
 }
 

@@ -9,7 +9,7 @@ import { ServerText, untrustedText } from "./_untrusted.ts";
 import { CreditsSchema } from "./_usage.ts";
 
 /** The fields of a key every query and mutation selects. */
-export const FIELDS = "id name description roles createdAt permissions { resource actions } expiresAt lastUsedAt graceUntil labels { key value } disabled disabledReason rateLimits { limit durationMs } credits { remaining refill { amount interval } }";
+export const FIELDS = "id name description roles createdAt permissions { resource actions } expiresAt lastUsedAt graceUntil retiringUntil labels { key value } disabled disabledReason rateLimits { limit durationMs } credits { remaining refill { amount interval } }";
 /** The fields of an audit event `auditLog` selects. */
 export const EVENT_FIELDS = "at action id name actor { kind user host id name } changed replaced";
 
@@ -27,6 +27,7 @@ const RawKeySchema = v.object({
   expiresAt: v.nullish(ServerTime),
   lastUsedAt: v.nullish(ServerTime),
   graceUntil: v.nullish(ServerTime),
+  retiringUntil: v.nullish(ServerTime),
   labels: v.nullish(v.array(v.object({ key: ServerText, value: ServerText }))),
   disabled: v.nullish(v.boolean()),
   disabledReason: v.nullish(ServerText),
@@ -35,7 +36,7 @@ const RawKeySchema = v.object({
 });
 type Nullable<T, K extends keyof T> = Omit<T, K> & { [P in K]?: T[P] | null };
 /** A key as GraphQL gives it: `null` for absent fields, labels as a list of pairs. */
-export type RawKey = Nullable<Omit<ApiKeyInfo, "labels" | "disabled">, "description" | "expiresAt" | "lastUsedAt" | "graceUntil" | "disabledReason" | "rateLimits" | "credits"> & {
+export type RawKey = Nullable<Omit<ApiKeyInfo, "labels" | "disabled">, "description" | "expiresAt" | "lastUsedAt" | "graceUntil" | "retiringUntil" | "disabledReason" | "rateLimits" | "credits"> & {
   labels?: { key: string; value: string }[] | null;
   disabled?: boolean | null;
 };
@@ -73,7 +74,7 @@ export const AuditTrailSchema = v.object({
 });
 
 /** The store's shape, field order included (GraphQL gives `null` for absent fields; the store leaves them out). */
-export function toInfo({ id, name, description, roles, permissions, createdAt, expiresAt, lastUsedAt, graceUntil, labels, disabled, disabledReason, rateLimits, credits }: RawKey): ApiKeyInfo {
+export function toInfo({ id, name, description, roles, permissions, createdAt, expiresAt, lastUsedAt, graceUntil, retiringUntil, labels, disabled, disabledReason, rateLimits, credits }: RawKey): ApiKeyInfo {
   return {
     id,
     name,
@@ -84,6 +85,7 @@ export function toInfo({ id, name, description, roles, permissions, createdAt, e
     ...(expiresAt ? { expiresAt } : {}),
     ...(lastUsedAt ? { lastUsedAt } : {}),
     ...(graceUntil ? { graceUntil } : {}),
+    ...(retiringUntil ? { retiringUntil } : {}),
     ...(labels?.length ? { labels: Object.fromEntries(labels.map(({ key, value }) => [key, value])) } : {}),
     ...(disabled ? { disabled: true as const, ...(disabledReason ? { disabledReason } : {}) } : {}),
     ...(rateLimits?.length ? { rateLimits } : {}),

@@ -2,8 +2,7 @@
  * Keys in the order they are listed (oldest first, then by id), as 24 bytes a key: the creation time
  * (ms) and the id's 16 bytes. The streamed `--list` (and GraphQL's pages, on a store without an index,
  * lib/store/paging.ts) put keys in order with it without holding the keys themselves. With `graceLast`, of
- * keys created in one millisecond those in a grace period come after the live ones (a rotated key before the
- * twin that keeps its old secret), as `list` has them; pages leave it off, so that a key's position never
+ * keys created in one millisecond those in a grace period come after the live ones, as `list` has them; pages leave it off, so that a key's position never
  * moves when it enters a grace period.
  */
 import type { ApiKeyInfo } from "./model.ts";

@@ -54,6 +54,11 @@ export interface ApiKeyInfo {
   lastUsedAt?: string;
   /** Present on a key replaced by `--overwrite --grace`: its secret keeps working until then. */
   graceUntil?: string;
+  /**
+   * Present on a key rotated with a grace period while its old secret still works: when that secret stops.
+   * The old secret is the same key (same id, settings, state and counters), only a second way in.
+   */
+  retiringUntil?: string;
   /** The operator's `key=value` labels (see lib/core/labels.ts), keys sorted; absent: none. */
   labels?: Record<string, string>;
   /** Present (true) on a disabled key: refused like an expired one until enabled again. */
@@ -69,6 +74,8 @@ export interface ApiKeyInfo {
 /** A key as persisted: its public fields plus the SHA-256 (hex) of its secret, and its use counts. */
 export interface StoredKey extends ApiKeyInfo {
   hash: string;
+  /** After a rotation with a grace period: the old secret's hash, and when it stops (see `_rotate.ts`). */
+  retiring?: { hash: string; until: string };
   /** Requests the key authenticated: in all, and per UTC day (`YYYY-MM-DD`) for the last 30 days. */
   usage?: { total: number; days: Record<string, number> };
   credits?: StoredCredits;

@@ -34,8 +34,10 @@ type ApiKey {
   expiresAt: String
   "When the key last authenticated a request (ISO 8601, UTC), to within a minute; null: never. Recorded by each server off the request path."
   lastUsedAt: String
-  "Only on a key replaced by an overwrite with graceSeconds (or the old secret of a key rotated with graceSeconds): its secret keeps working until then (ISO 8601, UTC)."
+  "Only on a key replaced by an overwrite with graceSeconds (on me: also when the request came with the old secret of a key rotated with graceSeconds): its secret keeps working until then (ISO 8601, UTC)."
   graceUntil: String
+  "Only on a key rotated with graceSeconds while its old secret still works: when that secret stops (ISO 8601, UTC). Both secrets are this one key."
+  retiringUntil: String
   "The operator's labels (key=value pairs, at most 20, sorted by key); they grant nothing."
   labels: [Label!]!
   "At most limit requests per window of durationMs, each; [] for none. Over one, the service answers 429 (RATE_LIMITED) with Retry-After."

@@ -17,7 +17,8 @@ type RemoveById = (id: string, action: "delete", change: ChangeOptions) => Promi
 
 /**
  * Marks the live key `id` as replaced-with-grace until `until` (ms), before its name moves on. A key of
- * that name still in an earlier grace period is removed: a name has at most two working secrets. Runs
+ * that name still in an earlier grace period is removed: a name has at most two working secrets. (A retiring
+ * secret the key has from a rotation stops with the swap: it works only while its key is live.) Runs
  * under the key's lock, with the swap of the name (`swapName`).
  */
 async function startGrace(ctx: StoreContext, removeById: RemoveById, id: string, until: number, change: ChangeOptions) {

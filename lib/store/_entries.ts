@@ -58,13 +58,27 @@ export function createEntries(storage: Storage, debug: (message: string) => void
     live,
     inGrace,
     /**
-     * Until when (ms) a record's secret authenticates: its expiry while its name points at it, the
-     * earlier of expiry and grace while it is in a grace period, else null (revoked or replaced).
+     * Until when (ms) the record's secret `hash` authenticates. Its own secret: its expiry while its name
+     * points at it, the earlier of expiry and grace while it is in a grace period, else null (revoked or
+     * replaced). Its retiring secret (a rotation's old one): the earlier of expiry and the retiring time,
+     * while the key is live, so never once an overwrite replaced it; else null. Any other hash: null.
      */
-    acceptedUntil: async (record: StoredKey): Promise<number | null> => {
+    acceptedUntil: async (record: StoredKey, hash = record.hash): Promise<number | null> => {
+      if (hash !== record.hash) {
+        return record.retiring?.hash === hash && (await isLive(record)) ? Math.min(untilOf(record.expiresAt), untilOf(record.retiring.until)) : null;
+      }
       if (await isLive(record)) return untilOf(record.expiresAt);
       if (await inGrace(record)) return Math.min(untilOf(record.expiresAt), untilOf(record.graceUntil));
       return null;
+    },
+    /**
+     * Stops the retiring secret `retiring` of key `record` (its secrets entry, if it still leads to the key),
+     * and retires it. The record is the caller's to rewrite without it (or to remove).
+     */
+    endRetiring: async (record: Pick<StoredKey, "id" | "name">, retiring: StoredKey["retiring"]) => {
+      if (!retiring) return;
+      if ((await readId(`secrets:${retiring.hash}`)) === record.id) await storage.removeItem(`secrets:${retiring.hash}`);
+      await retireSecret({ id: record.id, name: record.name, hash: retiring.hash });
     },
     /**
      * Removes what is left of a key once neither its name entry nor its grace entry points at it. Its
@@ -72,19 +86,24 @@ export function createEntries(storage: Storage, debug: (message: string) => void
      * whose key was never committed, so no one holds its secret. Retiring is best effort: a delete must
      * work on a full disk, and a store that is down fails the removal's next step anyway.
      */
-    discard: async (record: Pick<StoredKey, "id" | "hash"> & { name?: string } | null, issued = true) => {
+    discard: async (record: Pick<StoredKey, "id" | "hash" | "retiring"> & { name?: string } | null, issued = true) => {
       if (!record) return;
       if (record.name !== undefined && (await readId(graceKey(record.name))) === record.id) await storage.removeItem(graceKey(record.name));
-      if (record.hash && (await readId(`secrets:${record.hash}`)) === record.id) await storage.removeItem(`secrets:${record.hash}`);
+      const hashes = [record.hash, record.retiring?.hash].filter((hash): hash is string => !!hash);
+      for (const hash of hashes) if ((await readId(`secrets:${hash}`)) === record.id) await storage.removeItem(`secrets:${hash}`);
       await storage.removeItem(`keys:${record.id}`);
       // Last, into the room the removal freed: on a full disk the next change's audit event needs it first.
-      if (issued && record.name !== undefined && record.hash) await retireSecret({ id: record.id, name: record.name, hash: record.hash });
+      if (issued && record.name !== undefined) for (const hash of hashes) await retireSecret({ id: record.id, name: record.name, hash });
     },
   };
 }
 
-/** What callers see of a record: no hash, no use counts (see `usage`), and no grace time on a key that is live again. */
-export const publicView = ({ hash: _hash, usage: _usage, credits, ...info }: StoredKey, graced = false, now = Date.now()): ApiKeyInfo => {
+/**
+ * What callers see of a record: no hash, no use counts (see `usage`), no grace time on a key that is live
+ * again, and of a retiring secret only when it stops (`retiringUntil`), while it has not.
+ */
+export const publicView = ({ hash: _hash, usage: _usage, retiring, credits, ...info }: StoredKey, graced = false, now = Date.now()): ApiKeyInfo => {
   if (!graced && info.graceUntil) delete info.graceUntil;
+  if (retiring && !graced && Date.parse(retiring.until) > now) info.retiringUntil = retiring.until;
   return credits ? { ...info, credits: creditsView(credits, now) } : info; // a refill due by `now` shown
 };

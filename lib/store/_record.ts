@@ -24,13 +24,17 @@ const isUsage = (value: unknown) =>
 const isRateLimits = (value: unknown) =>
   value === undefined || (Array.isArray(value) && value.every((l) => isObject(l) && isCount(l.limit) && isCount(l.durationMs) && l.limit !== 0 && l.durationMs !== 0));
 
+/** Absent, or `{ hash, until }`: a rotated key's old secret and when it stops. */
+const isRetiring = (value: unknown) =>
+  value === undefined || (isObject(value) && typeof value.hash === "string" && HASH.test(value.hash) && typeof value.until === "string" && isTime(value.until));
+
 /** True when `value` is a whole key record stored under `id`. */
 export function isStoredKey(value: unknown, id: string): value is StoredKey {
   if (!isObject(value)) return false;
   const { name, description, roles, permissions, createdAt, hash, expiresAt, lastUsedAt, graceUntil, labels, disabled, disabledReason } = value;
   return value.id === id && typeof name === "string" && (description === undefined || typeof description === "string") &&
     isTime(expiresAt) && isTime(lastUsedAt) && isTime(graceUntil) && (disabled === undefined || disabled === true) &&
-    (disabledReason === undefined || typeof disabledReason === "string") && isUsage(value.usage) && isRateLimits(value.rateLimits) &&
+    (disabledReason === undefined || typeof disabledReason === "string") && isUsage(value.usage) && isRateLimits(value.rateLimits) && isRetiring(value.retiring) &&
     (value.credits === undefined || storedCreditsProblem(value.credits) === undefined) &&
     (labels === undefined || (isObject(labels) && !Array.isArray(labels) && Object.values(labels).every((v) => typeof v === "string"))) &&
     isStrings(roles) && typeof createdAt === "string" && typeof hash === "string" && HASH.test(hash) &&

@@ -3,20 +3,25 @@
  * replaced, so the id and every setting it holds (name, description, roles, permissions, expiry, and any
  * field a record gains later) carry over by construction.
  *
+ * With a grace period the key has two secrets for that long: the record keeps the old one's hash as its
+ * `retiring` secret, with the time it stops, and its secrets entry keeps pointing at the key. It is one key
+ * either way: a disable, a role cut, an expiry, its credits, rate limits, usage and last use, and a delete
+ * apply to both secrets at once. A key has at most one retiring secret: a rotation ends the one an earlier
+ * rotation left (with or without a new grace period), and a name at most one key in an overwrite's grace period
+ * besides its live key, so a rotation with grace ends that one too.
+ *
  * Steps, under the key's lock (so never between an update's, a delete's or an overwrite's clean-up steps,
  * nor between an overwrite's grace marking and its swap of the name, which it makes in one hold of the lock):
  *   1. the new secret's entry, pointing at the key (durable before anything refers to it);
  *   2. the event (write-ahead, like every change);
- *   3. with a grace period: a twin of the old record under a new id, with the old hash and `graceUntil`,
- *      made the name's grace entry (ending any earlier one, as an overwrite with grace does), and the old
- *      secret's entry moved to it, so the old secret authenticates through the grace entry without a gap;
- *   4. the commit point: the record rewritten with the new hash (the old secret no longer matches it);
- *   5. without a grace period, the old secret's entry removed.
+ *   3. with a grace period, the key the name's grace entry holds from an overwrite, if any, removed;
+ *   4. the commit point: the record rewritten with the new hash (and the old one as `retiring`, with grace);
+ *   5. the secrets that stop: the earlier retiring one, and without a grace period the old one (their
+ *      entries removed, each retired, so that one coming back is reported as a sign of a leak).
  * The revision is bumped before step 4 and after it, as for every revocation, so no server trusts a
- * remembered verification of the old secret once `rotate` has returned. A step 3 or 4 that fails is undone
- * (the old secret's entry back on the key, the twin removed). A process that dies before step 4 leaves the
- * key as it was, plus its event; if it died after step 3, its old secret then works only until the twin's
- * grace period ends, as if the rotation had been made: running it again issues the new secret.
+ * remembered verification of the old secret once `rotate` has returned. A step 4 that fails is undone (the
+ * new secret's entry removed). A process that dies before step 4 leaves the key as it was, plus its event;
+ * after it, the secrets of step 5 no longer match the record (verify refuses them), only their entries stay.
  */
 import type { CreatedKey, StoredKey } from "../core/model.ts";
 import { ServiceError } from "../core/errors.ts";
@@ -44,21 +49,10 @@ export function createRotate(ctx: StoreContext, removeById: RemoveById) {
     throw new ServiceError("NOT_FOUND", `No API key found with id: ${id}`);
   };
 
-  /** Step 3: the old secret keeps working until `until` (ms) as a twin of the old record in the name's grace entry. */
-  const keepOldSecret = async (old: StoredKey, until: number, change: ChangeOptions) => {
-    const twin: StoredKey = { ...old, id: crypto.randomUUID(), graceUntil: iso(Math.min(until, untilOf(old.expiresAt))) };
-    await storage.setItem(`keys:${twin.id}`, twin);
-    const earlier = await readId(graceKey(old.name));
-    if (isKeyId(earlier) && earlier !== old.id) await removeById(earlier, "delete", change);
-    await storage.setItem(graceKey(old.name), twin.id);
-    await storage.setItem(`secrets:${old.hash}`, twin.id);
-    return twin;
-  };
-
-  /** A rotation that failed before its commit point: the old secret back on the key, no twin. */
-  const undo = async (old: StoredKey, twin: StoredKey | undefined) => {
-    await storage.setItem(`secrets:${old.hash}`, old.id);
-    if (twin) await entries.discard(twin, false); // its secret is the key's own again: nothing retired
+  /** Step 3: the key an overwrite of the name left in its grace period, removed (a name has at most two working secrets). */
+  const endOverwriteGrace = async (key: StoredKey, change: ChangeOptions) => {
+    const earlier = await readId(graceKey(key.name));
+    if (isKeyId(earlier) && earlier !== key.id) await removeById(earlier, "delete", change);
   };
 
   return (id: string, { graceMs, actor }: RotateOptions = {}): Promise<CreatedKey> => {
@@ -72,8 +66,9 @@ export function createRotate(ctx: StoreContext, removeById: RemoveById) {
         throw new ServiceError("INVALID_INPUT", `API key '${old.name}' expired at ${old.expiresAt}: a new secret for it would be refused too. Give it a new expiry first (--update --expires-in).`);
       }
       const secret = generateSecret();
-      const next: StoredKey = { ...old, hash: sha256Hex(secret) };
-      delete next.graceUntil;
+      const { graceUntil: _grace, retiring: earlier, ...kept } = old;
+      const until = graceMs ? iso(Math.min(now() + graceMs, untilOf(old.expiresAt))) : undefined;
+      const next: StoredKey = { ...kept, hash: sha256Hex(secret), ...(until ? { retiring: { hash: old.hash, until } } : {}) };
       await storage.setItem(`secrets:${next.hash}`, id);
       try {
         await audit("rotate", next, { actor });
@@ -81,23 +76,20 @@ export function createRotate(ctx: StoreContext, removeById: RemoveById) {
         await storage.removeItem(`secrets:${next.hash}`).catch(() => {});
         throw error;
       }
-      let twin: StoredKey | undefined;
       try {
-        if (graceMs) twin = await keepOldSecret(old, now() + graceMs, { actor });
+        if (graceMs) await endOverwriteGrace(old, { actor });
         await bumpRevision(); // before too, in case this process dies mid-way
         await storage.setItem(`keys:${id}`, next);
       } catch (error) {
-        await undo(old, twin).catch(() => {});
         await storage.removeItem(`secrets:${next.hash}`).catch(() => {});
         throw error;
       }
       await bumpRevision();
-      if (!twin && (await readId(`secrets:${old.hash}`)) === id) {
-        await entries.retire(old); // a secret that comes back after a rotation is a sign of a leak
-        await storage.removeItem(`secrets:${old.hash}`);
-      }
-      debug(`rotate: key ${id} has a new secret${twin ? `; the old one works until ${twin.graceUntil} as ${twin.id}` : ""}`);
-      return { ...publicView(next), key: secret };
+      // A secret that comes back after a rotation is a sign of a leak: each one that stops is retired.
+      if (earlier && earlier.hash !== next.hash) await entries.endRetiring(old, earlier);
+      if (!until) await entries.endRetiring(old, { hash: old.hash, until: iso(now()) });
+      debug(`rotate: key ${id} has a new secret${until ? `; the old one works until ${until}` : ""}${earlier ? "; the earlier old one stopped" : ""}`);
+      return { ...publicView(next, false, now()), key: secret };
     });
   };
 }

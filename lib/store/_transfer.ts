@@ -62,8 +62,10 @@ async function conflicts(ctx: StoreContext, record: StoredKey): Promise<{ id: st
   if (same && ((await live(same)) || (await inGrace(same)))) found.set(same.id, `key ${same.id} is already in the store`);
   const named = await holder(ctx, record.graceUntil ? graceKey(record.name) : nameKey(record.name));
   if (named && !found.has(named.id)) found.set(named.id, `the name '${record.name}' is taken by key ${named.id}`);
-  const secret = await holder(ctx, `secrets:${record.hash}`);
-  if (secret && !found.has(secret.id)) found.set(secret.id, `its secret is already key ${secret.id}`);
+  for (const hash of [record.hash, record.retiring?.hash]) {
+    const secret = hash ? await holder(ctx, `secrets:${hash}`) : null;
+    if (secret && !found.has(secret.id)) found.set(secret.id, `its secret is already key ${secret.id}`);
+  }
   return [...found].map(([id, why]) => ({ id, why }));
 }
 
@@ -80,7 +82,8 @@ async function put(ctx: StoreContext, exported: StoredKey, change: ChangeOptions
   const { storage, atomic, audit } = ctx;
   const record = restamped(exported, ctx.now());
   const { nameKey, graceKey, discard } = ctx.entries;
-  await Promise.all([storage.setItem(`keys:${record.id}`, record), storage.setItem(`secrets:${record.hash}`, record.id)]);
+  const hashes = [record.hash, ...(record.retiring ? [record.retiring.hash] : [])]; // a rotated key's old secret too
+  await Promise.all([storage.setItem(`keys:${record.id}`, record), ...hashes.map((hash) => storage.setItem(`secrets:${hash}`, record.id))]);
   try {
     await audit("import", record, change);
     if (record.graceUntil) {

@@ -50,23 +50,33 @@ interface Verifier extends VerifierOptions {
   latest: { at: number; revision: string };
 }
 
-/** The record a secret's hash leads to (when it is that record's hash), and until when it authenticates. */
+/**
+ * The record a secret's hash leads to (when it is that record's hash, or its retiring one), until when it
+ * authenticates, and whether it is the retiring secret of a rotated key.
+ */
 async function standing({ entries }: Verifier, hash: string) {
   const found = await entries.readRecord(await entries.readId(`secrets:${hash}`));
-  const record = found && found.hash === hash ? found : null;
-  return { record, until: record ? await entries.acceptedUntil(record) : null };
+  const retiring = !!found && found.hash !== hash && found.retiring?.hash === hash;
+  const record = found && (found.hash === hash || retiring) ? found : null;
+  return { record, retiring, until: record ? await entries.acceptedUntil(record, hash) : null };
+}
+
+/** What a verified secret shows of its key: a retiring secret carries its end as `graceUntil` (it is temporary). */
+function verifiedView(record: StoredKey, retiring: boolean, until: number, now: number) {
+  if (retiring) return { ...publicView(record, false, now), graceUntil: record.retiring!.until };
+  return publicView(record, until !== Infinity && !!record.graceUntil, now);
 }
 
 /** The full check, after a miss: reads the key's records (always asynchronous). */
 async function check(v: Verifier, hash: string, revision: string): Promise<VerifiedKey | null> {
   try {
-    const { record, until } = await standing(v, hash);
-    // A disabled key is refused like an expired one; enabling it is an update, which bumps the revision.
+    const { record, retiring, until } = await standing(v, hash);
+    // A disabled key is refused like an expired one, by either secret; enabling it is an update, which bumps the revision.
     if (!record || until === null || v.now() >= until || record.disabled) {
       v.verified.delete(hash);
       return null;
     }
-    const info: VerifiedKey = { ...publicView(record, until !== Infinity && !!record.graceUntil), validity: `${v.instance}.${++v.checks}` };
+    const info: VerifiedKey = { ...verifiedView(record, retiring, until, v.now()), validity: `${v.instance}.${++v.checks}` };
     if (record.credits) info.creditState = record.credits; // what the credit counter starts from
     if (v.cacheSize > 0) v.verified.set(hash, { info, revision, at: performance.now(), until });
     return info;
@@ -125,14 +135,15 @@ async function explain(v: Verifier, secret: string, { reportReuse = true }: Refu
   if (!isWellFormedSecret(secret)) return { why: { reason: "unknown" } };
   try {
     const hash = sha256Hex(secret);
-    const { record, until } = await standing(v, hash);
+    const { record, retiring, until } = await standing(v, hash);
     const working = until !== null && v.now() < until; // live, or replaced with grace between the two reads
     const reason = until !== null && !working ? "expired" : working && record?.disabled ? "disabled" : "unknown";
     const key = reason === "unknown" ? undefined : record ?? undefined;
-    // A record its name no longer points at was replaced (its grace period over, or never given one):
-    // retired though not yet removed. Without a record, the retired entry says which key it was.
+    // A record its name no longer points at was replaced (its grace period over, or never given one), and a
+    // rotated key's retiring secret past its time was replaced by the key's new one: retired though not yet
+    // removed. Without a record, the retired entry says which key it was.
     const retired = record
-      ? (working || (await v.entries.live(record)) ? null : { id: record.id, name: record.name })
+      ? (working || (!retiring && (await v.entries.live(record))) ? null : { id: record.id, name: record.name })
       : await v.findRetired(hash);
     if (!retired) return { why: { reason }, key };
     if (reportReuse) await v.onRetired(retired);

@@ -12,7 +12,7 @@ import { ServiceError } from "../core/errors.ts";
 import { createStorage } from "unstorage";
 import { fsDriver } from "./drivers/fs.ts";
 import { createStoreDir } from "./drivers/_fs-presence.ts";
-import { createKeyStore, type KeyStore } from "./key-store.ts";
+import { createKeyStore, createUpgradedKeyStore, type KeyStore } from "./key-store.ts";
 import { redactRedisUrl } from "./drivers/_redis-url.ts";
 import { parseDuration } from "../core/lifecycle.ts";
 
@@ -109,11 +109,16 @@ export async function openKeyStore(
     if (options.create) createStoreDir(spec.dir);
     const driver = fsDriver({ base: spec.dir, blocking: options.oneShot, debug });
     driver.check(); // a bad, foreign or loose directory is reported before any work, and a server never starts on one
-    return createKeyStore({ storage: createStorage({ driver }), atomic: driver.atomic, audit: driver.audit, debug, retiredRetentionMs });
+    return await createUpgradedKeyStore({ storage: createStorage({ driver }), atomic: driver.atomic, audit: driver.audit, debug, retiredRetentionMs });
   }
   const { openRedisBackend } = await import("./drivers/redis.ts");
   const backend = await openRedisBackend(spec.url);
-  return createKeyStore({ ...backend, debug, retiredRetentionMs }); // its audit trail included
+  try {
+    return await createUpgradedKeyStore({ ...backend, debug, retiredRetentionMs }); // its audit trail included
+  } catch (error) {
+    await backend.dispose();
+    throw error;
+  }
 }
 
 export { bindThenSettleAsOwner } from "./drivers/_fs-owner.ts";

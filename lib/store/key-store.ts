@@ -6,17 +6,18 @@
  *
  * Layout:
  *
- *   keys:<id>            the key's record (public fields + SHA-256 of the secret)
+ *   keys:<id>            the key's record (public fields + SHA-256 of the secret; after a rotation with a
+ *                        grace period also `retiring`: the old secret's hash and when it stops)
  *   names:<sha256(name)> the id of the live key with that name   <- the commit point
- *   secrets:<sha256>     the id of the key with that secret
+ *   secrets:<sha256>     the id of the key with that secret (its current one, or its retiring one)
  *
- *   grace:<sha256(name)> the id of the key that name had before an overwrite with a grace period (or
- *                        of a twin of the key, holding its old secret, after a rotation with one):
+ *   grace:<sha256(name)> the id of the key that name had before an overwrite with a grace period:
  *                        accepted until its record's `graceUntil` (one per name; a second overwrite
- *                        or rotation with grace ends the first one's period)
+ *                        or a rotation with grace ends the first one's period)
  *   retired:<sha256>     { id, name, retiredAt } of a secret that works no more (`_retired.ts`): written
  *                        by `discard`, which every removal ends in; never read by `verify`
  *   meta:revision        changes whenever a key is deleted, replaced or updated
+ *   meta:format          the layout, once an older one was brought up to it (`_migrate.ts`)
  *
  * The audit trail is kept beside it (`AuditLog`): each change appends its event before the change's
  * commit point (a name entry claimed, swapped or taken, or for an update its record rewritten), so no
@@ -87,6 +88,7 @@ import { usageCounters } from "./_credits.ts";
 import { guard, storeError } from "./_guard.ts";
 import { updateKey } from "./_update.ts";
 import { getKey, getKeyByName, keyPages, listKeys } from "./_read.ts";
+import { migrateStore } from "./_migrate.ts";
 
 export { type AtomicIndex, createLocalAtomicIndex } from "./atomic.ts";
 import { createLocalAtomicIndex } from "./atomic.ts";
@@ -170,7 +172,30 @@ function openVerifier(ctx: StoreContext, retired: ReturnType<typeof createRetire
  * (await store.verify(key))?.id === id; // true
  */
 export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
-  const { ctx, memory, retired, auditLog } = openContext(options);
+  return buildStore(openContext(options), options);
+}
+
+/**
+ * `createKeyStore` over storage that an older release may have written (files, Redis, your own): first
+ * brings it to the current layout (`_migrate.ts`: a key rotated with a grace period becomes one key with two
+ * secrets). Idempotent, and cheap once done (one read); a migration that cannot be made now (a read-only
+ * disk) is left for a later open. `openKeyStore` opens files and Redis through it.
+ *
+ * @example
+ * const store = await createUpgradedKeyStore({ storage, atomic });
+ */
+export async function createUpgradedKeyStore(options: KeyStoreOptions): Promise<KeyStore> {
+  const opened = openContext(options);
+  // Best effort: a store not yet migrated still works as before (a twin authenticates through its grace
+  // entry), so a read-only or full disk, or a store that is down, fails only the operations that need it.
+  await migrateStore(opened.ctx).catch((error: unknown) =>
+    opened.ctx.debug(`store: not brought to the current layout this time (${error instanceof Error ? error.message : String(error)})`)
+  );
+  return buildStore(opened, options);
+}
+
+/** The store's operations over what `openContext` made. */
+function buildStore({ ctx, memory, retired, auditLog }: ReturnType<typeof openContext>, options: KeyStoreOptions): KeyStore {
   const { atomic, storage } = ctx;
   const removals = createRemovals(ctx, retired.prune);
   const create = createCreate(ctx, removals.removeById);

@@ -26,7 +26,7 @@ import { auditEventOf } from "./audit.ts";
 
 export const EXPORT_FORMAT = "service-api-keys";
 export const EXPORT_VERSION = 1;
-const KEY_FIELDS = new Set(["type", "id", "name", "description", "roles", "permissions", "createdAt", "expiresAt", "lastUsedAt", "graceUntil", "labels", "hash", "disabled", "disabledReason", "usage", "rateLimits", "credits"]);
+const KEY_FIELDS = new Set(["type", "id", "name", "description", "roles", "permissions", "createdAt", "expiresAt", "lastUsedAt", "graceUntil", "retiring", "labels", "hash", "disabled", "disabledReason", "usage", "rateLimits", "credits"]);
 const HEADER_FIELDS = new Set(["format", "version", "exportedAt", "keys", "auditEvents"]);
 
 /** A key read from an export, with the line it came from (for messages). */
@@ -68,6 +68,9 @@ function timeProblem(record: Record<string, unknown>, now: number): string | und
   if ((at("lastUsedAt") ?? 0) > now + SKEW_MS) return "lastUsedAt is in the future";
   if ((at("expiresAt") ?? 0) > now + MAX_EXPIRY_MS + SKEW_MS) return `expiresAt is more than ${MAX_EXPIRY_MS / 86_400_000} days away`;
   if ((at("graceUntil") ?? 0) > now + MAX_GRACE_MS + SKEW_MS) return "graceUntil is more than 24 hours away: a grace period is at most 24 h";
+  const retiring = record.retiring as { until?: unknown } | undefined;
+  if (retiring !== undefined && !isIso(retiring.until)) return "retiring.until is not a time as the store writes it (ISO 8601, UTC, a date that exists)";
+  if (retiring !== undefined && Date.parse(retiring.until as string) > now + MAX_GRACE_MS + SKEW_MS) return "retiring.until is more than 24 hours away: a grace period is at most 24 h";
   return undefined;
 }
 

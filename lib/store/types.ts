@@ -166,8 +166,8 @@ export interface KeyStore {
   /**
    * Issues a new secret for the live key `id`; returns the key with it, the only time it is available. The
    * key keeps its id and every setting (its record is copied, only the secret's hash replaced). The old
-   * secret stops at once, or with `graceMs` works that much longer, as a key in its grace period of its own.
-   * NOT_FOUND when there is no such live key; INVALID_INPUT when the key has expired.
+   * secret stops at once, or with `graceMs` works that much longer as a second secret of the same key
+   * (`retiringUntil`); an old secret an earlier rotation left stops either way. NOT_FOUND when there is no such live key; INVALID_INPUT when the key has expired.
    */
   rotate(id: string, options?: RotateOptions): Promise<CreatedKey>;
   /** The key with this id: a live one, or one in its grace period (with `graceUntil`). */

@@ -16,13 +16,13 @@ const fresh = () => {
 const listJson = async (cli: ReturnType<typeof fresh>["cli"]) => JSON.parse((await cli("apikey", "--list", "--json")).stdout).keys;
 
 describe("apikey --credits", () => {
-  it("stores credits and a refill; --list --json and the pipe format's last field show them; --update sets and --no-credits removes them", async () => {
+  it("stores credits and a refill; --list --json and the pipe format's 13th field show them; --update sets and --no-credits removes them", async () => {
     const { cli } = fresh();
     const made = await cli("apikey", "--create", "--name", "ci", "-r", "VIEWER", "--credits", "1000", "--refill", "1000/day", "--json");
     expect(made.code, made.stderr).toBe(0);
     expect((await listJson(cli))[0].credits).toEqual({ remaining: 1000, refill: { amount: 1000, interval: "day" } });
     const line = (await cli("apikey", "--list")).stdout.replace(/\n$/, "").split("\t");
-    expect(line).toHaveLength(13);
+    expect(line).toHaveLength(14);
     expect(line[12]).toBe("1000 (1000/day)");
 
     expect((await cli("apikey", "--update", "--name", "ci", "--credits", "5")).code).toBe(0);
@@ -33,8 +33,8 @@ describe("apikey --credits", () => {
     expect((await listJson(cli))[0].credits).toEqual({ remaining: 7, refill: { amount: 50000, interval: "month" } });
     expect((await cli("apikey", "--update", "--name", "ci", "--no-credits")).code).toBe(0);
     expect((await listJson(cli))[0].credits).toBeUndefined();
-    expect((await cli("apikey", "--list")).stdout.replace(/\n$/, "").split("\t")).toHaveLength(13);
-    expect((await cli("apikey", "--list")).stdout).toMatch(/\tactive\t\t\t\n$/); // labels, rate limits, credits: empty
+    expect((await cli("apikey", "--list")).stdout.replace(/\n$/, "").split("\t")).toHaveLength(14);
+    expect((await cli("apikey", "--list")).stdout).toMatch(/\tactive\t\t\t\t\n$/); // labels, rate limits, credits, old secret: empty
 
     const events = JSON.parse((await cli("apikey", "--audit", "--json")).stdout).events.filter((e: { action: string }) => e.action === "update");
     expect(events.map((e: { changed: string[] }) => e.changed)).toEqual([["credits"], ["credits"], ["credits"]]);

@@ -62,23 +62,37 @@ describe("apikey --rotate on an fs store", () => {
     expect(events.filter((e) => e.action !== "reuse").at(-1)).toMatchObject({ action: "rotate", id: old.id });
   });
 
-  it("prints the secret alone on stdout, and with --grace the old secret works until the period ends", async () => {
-    const old = await create("--name", "rolling", "-r", "VIEWER", "-d", "web");
-    const result = await cli("apikey", "--rotate", "--id", old.id, "--grace", "10m");
+  it("prints the secret alone on stdout, and with --grace both secrets are one key: a role cut, --disable and --delete reach both", async () => {
+    const old = await create("--name", "rolling", "-r", "ADMIN", "-d", "web");
+    const result = await cli("apikey", "--rotate", "--id", old.id, "--grace", "1h");
     expect(result.code, result.stderr).toBe(0);
     expect(result.stdout).toMatch(/^sapi_\S+\n$/);
     const secret = result.stdout.trim();
     expect(result.stderr).toMatch(/^Rotated API key 'rolling' \(id [0-9a-f-]{36}\): a new secret, the same settings\. The old secret keeps working until \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC\./);
     expect(result.stderr).not.toContain(secret);
-    expect((await me(old.key)).status).toBe(200);
-    expect((await me(secret)).body.data.me.id).toBe(old.id);
+    expect(result.stderr).not.toMatch(/previous rotation/);
+    const roles = async (key: string) => {
+      const answer = await gql(server.url, "{ me { id roles } }", { key });
+      return answer.status === 200 ? answer.body.data.me : answer.status;
+    };
+    expect([await roles(old.key), await roles(secret)]).toEqual([{ id: old.id, roles: ["ADMIN"] }, { id: old.id, roles: ["ADMIN"] }]);
     const keys = (await listed()).filter((k) => k.name === "rolling");
-    expect(keys.map((k) => [k.id === old.id, k.graceUntil === undefined, k.description])).toEqual([[true, true, "web"], [false, false, "web"]]);
-    // The old secret is a key in grace of its own: deleting it by id ends the period at once.
-    const twin = keys.find((k) => k.graceUntil)!;
-    expect((await cli("apikey", "--delete", "--id", String(twin.id))).code).toBe(0);
-    expect((await me(old.key)).status).toBe(401);
-    expect((await me(secret)).status).toBe(200);
+    expect(keys.map((k) => [k.id, k.graceUntil, typeof k.retiringUntil, k.description])).toEqual([[old.id, undefined, "string", "web"]]);
+    expect((await cli("apikey", "--update", "--name", "rolling", "-r", "GUEST")).code).toBe(0);
+    expect([await roles(old.key), await roles(secret)]).toEqual([{ id: old.id, roles: ["GUEST"] }, { id: old.id, roles: ["GUEST"] }]);
+    expect((await cli("apikey", "--update", "--name", "rolling", "--disable")).code).toBe(0);
+    expect([await roles(old.key), await roles(secret)]).toEqual([401, 401]);
+    expect((await cli("apikey", "--update", "--name", "rolling", "--enable")).code).toBe(0);
+    // A second rotation ends the first one's old secret, and says so, naming it by the end it had.
+    const again = await cli("apikey", "--rotate", "--name", "rolling", "--grace", "10m");
+    expect(again.code, again.stderr).toBe(0);
+    const until = keys[0].retiringUntil as string;
+    expect(again.stderr).toContain(`The old secret of its previous rotation, which was to keep working until ${until.replace("T", " ").slice(0, 19)} UTC, stops now`);
+    const third = again.stdout.trim();
+    for (const s of [old.key, secret, third]) expect(again.stderr).not.toContain(s);
+    expect([await roles(old.key), await roles(secret), await roles(third)]).toEqual([401, { id: old.id, roles: ["GUEST"] }, { id: old.id, roles: ["GUEST"] }]);
+    expect((await cli("apikey", "--delete", "--name", "rolling")).code).toBe(0);
+    expect([await roles(secret), await roles(third)]).toEqual([401, 401]);
   });
 
   it("--output writes the new secret to a new 0600 file, as create does", async () => {

@@ -40,6 +40,19 @@ describe("a server on a files store", () => {
     expect(listed.credits).toEqual({ remaining: 0 });
   });
 
+  it("a key rotated with a grace period spends one count of credits, whichever secret a request comes with", async () => {
+    const s = cliWithStore();
+    cleanups.push(s.cleanup);
+    const old = created((await s.cli("apikey", "--create", "--name", "rolled", "-r", "VIEWER", "--credits", "3", "--json")).stdout);
+    const rotated = await s.cli("apikey", "--rotate", "--name", "rolled", "--grace", "1h");
+    expect(rotated.code, rotated.stderr).toBe(0);
+    const server = await startServer({ store: s.store });
+    servers.push(server);
+    const statuses = [];
+    for (let i = 0; i < 8; i++) statuses.push((await gql(server.url, ME, { key: i % 2 ? rotated.stdout.trim() : old.key })).status);
+    expect(statuses).toEqual([200, 200, 200, 429, 429, 429, 429, 429]);
+  });
+
   it("GraphQL shows credits and sets them; verifyApiKey spends the verified key's credits and says RATE_LIMITED and USAGE_EXCEEDED", async () => {
     const s = cliWithStore();
     cleanups.push(s.cleanup);
@@ -122,5 +135,24 @@ describe("two servers on one Redis", () => {
     const listed = JSON.parse((await runCli(["apikey", "--list", "--json", "--store", shared.redis.url])).stdout).keys;
     expect(listed.find((k: { name: string }) => k.name === "shared").credits).toEqual({ remaining: 0 });
     expect(listed.find((k: { name: string }) => k.name === "both").credits).toEqual({ remaining: 10 });
+  });
+
+  it("a key rotated with a grace period keeps one count of credits and one of its rate limit on Redis, for both secrets", async () => {
+    const store = ["--store", shared.redis.url];
+    const make = async (name: string, ...flags: string[]) => {
+      const old = created((await runCli(["apikey", "--create", "--name", name, "-r", "VIEWER", ...flags, "--json", ...store])).stdout).key;
+      const rotated = await runCli(["apikey", "--rotate", "--name", name, "--grace", "1h", ...store]);
+      expect(rotated.code, rotated.stderr).toBe(0);
+      return [old, rotated.stdout.trim()];
+    };
+    const capped = await make("rolled capped", "--credits", "10");
+    const limited = await make("rolled limited", "--rate-limit", "5/1h");
+    servers.push(...(await Promise.all([0, 1].map(() => startServer({ store: shared.redis.url })))));
+    for (const [secrets, allowed] of [[capped, 10], [limited, 5]] as const) {
+      const answers = await Promise.all(Array.from({ length: 40 }, (_, i) => gql(servers[i % 2].url, ME, { key: secrets[(i >> 1) % 2] })));
+      expect(answers.filter((a) => a.status === 200)).toHaveLength(allowed);
+      expect(answers.filter((a) => a.status === 429)).toHaveLength(40 - allowed);
+    }
+    await Promise.all(servers.splice(0).map((s) => s.stop()));
   });
 });

@@ -553,23 +553,53 @@ describe.each(Object.keys(backends))("key store contract on %s", (kind) => {
     expect((await store.refusal(old.key)).retired).toMatchObject({ id: old.id, name: "deploy key" });
   });
 
-  it("rotate with a grace period keeps the old secret working as a key in grace of its own, which goes with the name", async () => {
+  it("a key rotated with a grace period is one key with two secrets: a role cut, a disable and a delete stop both", async () => {
     const other = await backend.open();
     const old = await store.create(input("ci", { roles: ["ADMIN"] }));
     const rotated = await store.rotate(old.id, { graceMs: 10 * 60_000 });
     expect(rotated.id).toBe(old.id);
-    const twin = await other.verify(old.key);
-    expect(twin).toMatchObject({ name: "ci", roles: ["ADMIN"], graceUntil: expect.any(String) });
-    expect(twin!.id).not.toBe(old.id);
-    expect((await other.verify(rotated.key))?.id).toBe(old.id);
-    expect((await store.list()).map((k) => [k.id, k.graceUntil !== undefined])).toEqual([[old.id, false], [twin!.id, true]]);
-    // A second rotation with grace ends the first one's period: at most two working secrets.
+    const retiring = await other.verify(old.key);
+    expect(retiring).toMatchObject({ id: old.id, name: "ci", roles: ["ADMIN"], graceUntil: rotated.retiringUntil });
+    expect(Date.parse(rotated.retiringUntil!)).toBeGreaterThan(Date.now());
+    expect(await other.verify(rotated.key)).toMatchObject({ id: old.id });
+    expect((await other.verify(rotated.key))?.graceUntil).toBeUndefined();
+    // One row, marked with the end of its old secret.
+    expect((await store.list()).map((k) => [k.id, k.graceUntil, k.retiringUntil])).toEqual([[old.id, undefined, rotated.retiringUntil]]);
+    await other.update(old.id, { roles: ["GUEST"] });
+    for (const secret of [old.key, rotated.key]) expect((await store.verify(secret))?.roles).toEqual(["GUEST"]);
+    await other.update(old.id, { disabled: true });
+    for (const secret of [old.key, rotated.key]) expect(await store.verify(secret)).toBeNull();
+    expect(await store.refusal(old.key)).toMatchObject({ reason: "disabled" });
+    await other.update(old.id, { disabled: false });
+    // A second rotation with grace ends the first one's old secret: a key has at most two working secrets.
     const third = await other.rotate(old.id, { graceMs: 60_000 });
     expect(await store.verify(old.key)).toBeNull();
-    expect((await store.verify(rotated.key))?.graceUntil).toBeDefined();
+    expect((await store.refusal(old.key)).retired).toMatchObject({ id: old.id, name: "ci" });
+    expect(await store.verify(rotated.key)).toMatchObject({ id: old.id, graceUntil: third.retiringUntil });
     expect(await store.deleteByName("ci")).toMatchObject({ id: old.id });
     for (const secret of [old.key, rotated.key, third.key]) expect(await other.verify(secret)).toBeNull();
     expect(await store.list()).toEqual([]);
+    const raw = (await backend.rawValues()).join("\n");
+    for (const secret of [rotated.key, third.key]) expect(raw).not.toContain(sha256Hex(secret)); // no entry left behind
+  });
+
+  it("a key rotated with a grace period has one count of credits and rate limits, one usage and one last use, for both secrets", async () => {
+    const capped = await store.create(input("capped", { credits: { remaining: 4 } }));
+    const limited = await store.create(input("limited", { rateLimits: [{ limit: 3, durationMs: 3_600_000 }] }));
+    const cappedNew = await store.rotate(capped.id, { graceMs: 60_000 });
+    const limitedNew = await store.rotate(limited.id, { graceMs: 60_000 });
+    const codes = async (secrets: string[]) => {
+      const found: string[] = [];
+      for (const secret of secrets) found.push((await store.verifyDetailed(secret, { onUse: () => {} })).code);
+      return found;
+    };
+    const both = (a: string, b: string, n: number) => Array.from({ length: n }, (_, i) => (i % 2 ? b : a));
+    expect(await codes(both(capped.key, cappedNew.key, 6))).toEqual(["VALID", "VALID", "VALID", "VALID", "USAGE_EXCEEDED", "USAGE_EXCEEDED"]);
+    expect(await codes(both(limited.key, limitedNew.key, 5))).toEqual(["VALID", "VALID", "VALID", "RATE_LIMITED", "RATE_LIMITED"]);
+    const at = Date.parse("2026-06-01T12:00:00Z");
+    await store.recordUse(new Map([[capped.id, { at, days: { "2026-06-01": 3 } }]]));
+    expect((await store.list()).find((k) => k.id === capped.id)?.lastUsedAt).toBe(new Date(at).toISOString());
+    expect(await store.usage(capped.id)).toMatchObject({ total: 3 });
   });
 
   it("of 8 concurrent rotations through separate instances exactly one new secret verifies, and a rotation racing a delete leaves nothing working", async () => {
@@ -594,13 +624,16 @@ describe.each(Object.keys(backends))("key store contract on %s", (kind) => {
   it("rotate refuses an unknown id, a key in its grace period and a bad grace period, and changes nothing", async () => {
     const old = await store.create(input("ci"));
     await store.rotate(old.id, { graceMs: 60_000 });
+    const replacing = await store.create(input("ci"), { overwrite: true, graceMs: 60_000 }); // the old key now in its grace period
     const twin = (await store.list()).find((k) => k.graceUntil)!;
+    expect(twin.id).toBe(old.id);
+    expect(await store.verify(old.key)).toBeNull(); // the replaced key keeps one secret in its grace period: its current one
     const refusals: [string, object, string, RegExp][] = [
       ["00000000-0000-4000-8000-000000000000", {}, "NOT_FOUND", /No API key found with id/],
       ["../../etc/passwd", {}, "NOT_FOUND", /No API key found with id/],
       [twin.id, {}, "NOT_FOUND", /grace period\): it can be deleted, not rotated/],
-      [old.id, { graceMs: 0 }, "INVALID_INPUT", /at most 24h/],
-      [old.id, { graceMs: 24 * 3_600_000 + 1 }, "INVALID_INPUT", /at most 24h/],
+      [replacing.id, { graceMs: 0 }, "INVALID_INPUT", /at most 24h/],
+      [replacing.id, { graceMs: 24 * 3_600_000 + 1 }, "INVALID_INPUT", /at most 24h/],
     ];
     const listed = await store.list();
     for (const [id, options, code, message] of refusals) {

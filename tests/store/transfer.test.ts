@@ -45,6 +45,31 @@ describe("export and import", () => {
     expect((await target.audit()).map((event) => event.action)).toEqual(["import", "import", "import"]);
   });
 
+  it("carries a key rotated with a grace period as one key with both secrets, and refuses a retiring secret of years", async () => {
+    const store = createKeyStore();
+    const old = await store.create({ name: "rolled", roles: ["ADMIN"], permissions: [] });
+    const rotated = await store.rotate(old.id, { graceMs: 600_000 });
+    const file = text(exportLines(await store.exportRecords()));
+    expect(file).not.toContain(old.key);
+    const target = createKeyStore();
+    expect((await target.importRecords(parseExport(file).keys)).imported).toHaveLength(1);
+    expect(await target.list()).toEqual(await store.list());
+    expect(await target.verify(old.key)).toMatchObject({ id: old.id, graceUntil: rotated.retiringUntil });
+    expect(await target.verify(rotated.key)).toMatchObject({ id: old.id });
+    await target.update(old.id, { disabled: true });
+    for (const secret of [old.key, rotated.key]) expect(await target.verify(secret)).toBeNull();
+    // The old secret's hash is the key's too: a file that gives it to another key is a conflict.
+    const lines = file.trimEnd().split("\n");
+    const far = JSON.parse(lines[1]);
+    far.retiring.until = "2099-01-01T00:00:00.000Z";
+    expect((await refusalOf(() => parseExport([lines[0], JSON.stringify(far)].join("\n") + "\n"))).message).toMatch(/^Line 2 of the import: retiring.until is more than 24 hours away/);
+    const other = createKeyStore();
+    const taken = await other.importRecords(parseExport(file).keys);
+    const stolen = { ...JSON.parse(lines[1]), id: crypto.randomUUID(), name: "thief", hash: "0".repeat(64) };
+    expect(taken.imported).toHaveLength(1);
+    expect((await refusal(other.importRecords(parseExport([lines[0], JSON.stringify(stolen)].join("\n") + "\n").keys))).message).toMatch(/its secret is already key/);
+  });
+
   it("carries a disabled key still disabled, with its reason, and a key's use counts", async () => {
     const store = createKeyStore();
     const paused = await store.create({ name: "paused", roles: ["VIEWER"], permissions: [] });

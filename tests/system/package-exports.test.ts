@@ -87,7 +87,7 @@ describe("package exports", () => {
     ["service-api-keys/schemas", ["CreateKeySchema", "DescriptionSchema", "NameSchema", "PermissionsSchema", "RolesSchema", "parseInput"]],
     ["service-api-keys/lifecycle", ["checkExpiresAt", "createUseRecorder", "expiryFrom", "parseDuration", "parseGrace", "parseSince"]],
     ["service-api-keys/audit", ["AUDIT_ACTIONS", "createMemoryAuditLog", "describeActor", "localActor"]],
-    ["service-api-keys/backend", ["createLocalAtomicIndex", "defaultStoreDir", "describeStore"]],
+    ["service-api-keys/backend", ["createLocalAtomicIndex", "createUpgradedKeyStore", "defaultStoreDir", "describeStore"]],
   ])("%s resolves to built JavaScript and exports %j", (specifier, expected) => {
     expect(exportsOf(specifier).names).toEqual(expect.arrayContaining(expected));
   });
