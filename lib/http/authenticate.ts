@@ -21,36 +21,54 @@ import { type AuthFailure, type HandlerOptions, MAX_BODY_BYTES, type ServiceRequ
 export type AnswerVerified = (request: ServiceRequest, key: VerifiedKey, body: string, mediaType: GraphQLMediaType, trace: Trace) => MaybePromise<ServiceResponse>;
 
 /**
- * The authentication of `/graphql` requests, made once per handler: each request is refused, or its
- * verified key and body go to `answer`. Notes each key that authenticates with `lastUse`.
- * @example const authenticate = createAuthenticate(options, lastUse, answer); authenticate(request, mediaType, trace);
+ * How a request's key is checked and refused, shared by `/graphql` and `/auth` (`forward-auth.ts`) so that
+ * one failed-authentication count per client address covers both: `verify` (the store's, with its revision
+ * read shared when it can), `presented` (the request's well-formed secret, or its refusal: a 401 told to the
+ * observer, or the throttle's 429) and `refused` (the same for a well-formed secret `verify` refused, saying
+ * why: a retired one is told to the observer too).
  */
-export function createAuthenticate(options: HandlerOptions, lastUse: UseRecorder | undefined, answer: AnswerVerified) {
+export function createRefusals(options: HandlerOptions) {
   const { store, observer } = options;
-  const verify = store.verifyNow?.bind(store) ?? ((secret: string) => store.verify(secret));
-  const { rateLimiter: limiter, creditCounter: credits } = usageCounters(store);
-  const limit = options.maxBodyBytes ?? MAX_BODY_BYTES;
+  const verify = store.verifyNow?.bind(store) ?? ((secret: string, _receivedAt?: number) => store.verify(secret));
   // Every refusal is counted for its client address, and is a 429 past the limit (see auth-throttle.ts).
   const throttle = createAuthThrottle(options);
   const refusal = (reason: AuthFailure, message: string) => (observer?.authFailed(reason), unauthenticated(message, reason));
   const refuse = (request: ServiceRequest, reason: AuthFailure, message: string) => throttle(request, () => refusal(reason, message));
-  /** The 401 for a well-formed secret `verify` refused (a retired one is told to the observer too), or the 429. */
   const refused = (request: ServiceRequest, secret: string) =>
     throttle(request, () => store.refusal(secret).then(({ reason, retired }) => {
       if (retired) observer?.retiredKeyUsed?.({ ...retired, address: request.remoteAddress });
       return refusal(reason, KEY_REFUSED[reason]);
     }));
+  /** The well-formed secret the request presents, or its refusal. */
+  const presented = (request: ServiceRequest): string | MaybePromise<ServiceResponse> => {
+    const found = credential(request.headers);
+    if ("problem" in found) return refuse(request, found.problem.startsWith("Missing") ? "missing" : "malformed", found.problem);
+    // The checksum catches mistyped and made-up keys without touching the store.
+    if (!isWellFormedSecret(found.secret)) return refuse(request, "malformed", "Malformed API key: it should start with 'sapi_' and be copied completely");
+    return found.secret;
+  };
+  return { verify, presented, refused };
+}
+export type Refusals = ReturnType<typeof createRefusals>;
+
+/**
+ * The authentication of `/graphql` requests, made once per handler: each request is refused, or its
+ * verified key and body go to `answer`. Notes each key that authenticates with `lastUse`.
+ * @example const authenticate = createAuthenticate(options, lastUse, answer); authenticate(request, mediaType, trace);
+ */
+export function createAuthenticate(options: HandlerOptions, lastUse: UseRecorder | undefined, answer: AnswerVerified, refusals = createRefusals(options)) {
+  const { store } = options;
+  const { verify, presented, refused } = refusals;
+  const { rateLimiter: limiter, creditCounter: credits } = usageCounters(store);
+  const limit = options.maxBodyBytes ?? MAX_BODY_BYTES;
 
   const authenticate = (request: ServiceRequest, mediaType: GraphQLMediaType, trace: Trace): MaybePromise<ServiceResponse> => {
     if (request.method !== "GET" && request.method !== "POST") {
       return errorResponse(405, "METHOD_NOT_ALLOWED", "Use POST (or GET for queries) on /graphql", { allow: "GET, POST" });
     }
     if (Number(request.headers.get("content-length") ?? 0) > limit) return tooLarge(limit);
-    const found = credential(request.headers);
-    if ("problem" in found) return refuse(request, found.problem.startsWith("Missing") ? "missing" : "malformed", found.problem);
-    const { secret } = found;
-    // The checksum catches mistyped and made-up keys without touching the store.
-    if (!isWellFormedSecret(secret)) return refuse(request, "malformed", "Malformed API key: it should start with 'sapi_' and be copied completely");
+    const secret = presented(request);
+    if (typeof secret !== "string") return secret;
     return after(verify(secret, request.receivedAt), (key) => {
       if (!key) return refused(request, secret); // only now, for the message: a second read, never a write
       lastUse?.seen(key.id); // remembered answers included: the key authenticated this request

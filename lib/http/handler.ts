@@ -1,6 +1,6 @@
 /**
- * The service's runtime-neutral handler: route (`/graphql`, the explorer, `/healthz`, `/readyz`,
- * `/metrics`), authenticate by API key (`authenticate.ts`), answer (remembered, `answer-cache.ts`, or
+ * The service's runtime-neutral handler: route (`/graphql`, `/auth` for reverse proxies (`forward-auth.ts`),
+ * the explorer, `/healthz`, `/readyz`, `/metrics`), authenticate by API key (`authenticate.ts`), answer (remembered, `answer-cache.ts`, or
  * by the GraphQL route, `route.ts`), observe (the access log and the metrics). Adapters: `fetch.ts` (fetch runtimes, Deno) and
  * `node.ts` (node:http); `serve.ts` listens.
  *
@@ -18,7 +18,8 @@ import { createOutageTracker } from "./outage.ts";
 import { createAnswerCache } from "./answer-cache.ts";
 import { createGraphQLRoute } from "./route.ts";
 import { startLastUse } from "./last-use.ts";
-import { createAuthenticate } from "./authenticate.ts";
+import { createAuthenticate, createRefusals, type Refusals } from "./authenticate.ts";
+import { createForwardAuth } from "./forward-auth.ts";
 import { createErrorFormatter, errorResponse, inMediaType, internal, isStoreDown, notAcceptable, PRIVATE_HEADERS, privately, storeDown } from "./responses.ts";
 import { type GraphQLMediaType, negotiate } from "./negotiate.ts";
 import { createCors } from "./cors.ts";
@@ -39,13 +40,14 @@ interface EndpointParts {
   lastUse: ReturnType<typeof startLastUse>;
   onError: (error: unknown) => void;
   failure: (error: unknown) => ServiceResponse;
+  refusals: Refusals;
 }
 
 /**
  * `/graphql`: negotiate, authenticate (`authenticate.ts`: the body is read only once the key is good),
  * answer (remembered or by the GraphQL route), and send it in the media type negotiated, private, with CORS.
  */
-function graphqlEndpoint({ options, outage, lastUse, onError, failure }: EndpointParts) {
+function graphqlEndpoint({ options, outage, lastUse, onError, failure, refusals }: EndpointParts) {
   const { store } = options;
   const answers = createAnswerCache();
   const cors = createCors(options.corsOrigins);
@@ -64,7 +66,7 @@ function graphqlEndpoint({ options, outage, lastUse, onError, failure }: Endpoin
       });
     });
   };
-  const authenticate = createAuthenticate(options, lastUse, answer);
+  const authenticate = createAuthenticate(options, lastUse, answer, refusals);
 
   /** A /graphql answer as sent: in the media type negotiated, private, with CORS. */
   const sent = (request: ServiceRequest, response: ServiceResponse, mediaType: GraphQLMediaType | null): ServiceResponse => {
@@ -110,7 +112,10 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
     onError(error);
     return internal();
   };
-  const graphql = graphqlEndpoint({ options, outage, lastUse, onError, failure });
+  // One count of failed authentications per client address for /graphql and /auth.
+  const refusals = createRefusals(options);
+  const graphql = graphqlEndpoint({ options, outage, lastUse, onError, failure, refusals });
+  const forwardAuth = options.authEndpoint === false ? undefined : createForwardAuth({ options, refusals, lastUse, worked: () => outage.worked(), failure });
 
   /** Routes a request; `trace` collects what the access log and the metrics are told afterwards. */
   const route = (request: ServiceRequest, pathname: string | null, trace: Trace): MaybePromise<AnyResponse> => {
@@ -121,6 +126,7 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
       const page = explorer?.(request, pathname) ?? site?.(request, pathname);
       if (page) return page.catch(failure);
       if (pathname === "/graphql") return graphql(request, trace);
+      if (pathname === "/auth" && forwardAuth) return forwardAuth(request, trace);
       if (pathname === "/healthz") return healthz(request);
       if (pathname === "/readyz") return ready(request).catch(failure);
       if (pathname === "/metrics" && metrics) return metrics(request).catch(failure);
@@ -143,7 +149,7 @@ function observed(route: (request: ServiceRequest, pathname: string | null, trac
     const pathname = pathOf(request.url);
     const trace: Trace = {};
     return after(route(request, pathname, trace), (response) => {
-      if (response.status === 503 && pathname === "/graphql") observer.storeError();
+      if (response.status === 503 && (pathname === "/graphql" || pathname === "/auth")) observer.storeError();
       // A remembered answer skipped execution, and only a query's is remembered.
       const operation = trace.operation ?? (trace.key && !trace.computed ? "query" : "none");
       const path = pathname ?? "(invalid target)";

@@ -1,0 +1,94 @@
+/**
+ * `/auth`, any method: forward authentication for reverse proxies (nginx `auth_request`, Caddy
+ * `forward_auth`, Traefik `ForwardAuth`, Envoy `ext_authz`), which ask it about each request before passing
+ * that request upstream. The key is taken as `/graphql` takes it (`authenticate.ts`: the same credential
+ * rules, the same failed-authentication count per client), the permission required from
+ * `required-permissions.ts`, and the key's rate limits and credits apply as on `/graphql` (`credits.ts`).
+ *
+ * Answers: 200 without a body, with `X-Api-Key-Id`, `X-Api-Key-Name` (percent-encoded beyond printable
+ * ASCII) and `X-Api-Key-Roles` for the proxy to pass upstream; 401 with `WWW-Authenticate: Bearer`; 403
+ * for a key lacking a permission required (which costs it no rate limit nor credit); 429 with
+ * `Retry-After`; 503 while the store is down; 400 for a malformed requirement or a key in the URL. The
+ * body is never read: proxies do not send it.
+ */
+import { after, type MaybePromise } from "../core/maybe-promise.ts";
+import { containsSecret } from "../core/secret.ts";
+import { usageCounters } from "../store/_credits.ts";
+import type { UseRecorder } from "../store/last-use.ts";
+import type { VerifiedKey } from "../store/types.ts";
+import type { Refusals } from "./authenticate.ts";
+import { controlled } from "./credits.ts";
+import { holdsAll, requirement } from "./required-permissions.ts";
+import { errorResponse, PRIVATE_HEADERS, privately } from "./responses.ts";
+import type { HandlerOptions, ServiceRequest, ServiceResponse, Trace } from "./types.ts";
+
+/** What `/auth` needs from the handler's set-up. */
+export interface ForwardAuthParts {
+  options: HandlerOptions;
+  refusals: Refusals;
+  lastUse: UseRecorder | undefined;
+  /** Told of each answer that is not a 503, so that the end of an outage is logged. */
+  worked: () => void;
+  /** The answer to a failure (the store down: 503). */
+  failure: (error: unknown) => ServiceResponse;
+}
+
+/** Query parameters that carry a key in other services' conventions. */
+const KEY_PARAMS = /(?:^|&)(?:api[_-]?key|key|token|access[_-]?token|auth(?:orization)?)=/i;
+const keyInUrl = (): ServiceResponse =>
+  errorResponse(400, "BAD_REQUEST", "API keys are not accepted in the URL, which proxies and servers log: send 'Authorization: Bearer <API key>' or 'X-API-Key: <API key>'");
+
+/** A name as a header value: printable ASCII as it is, anything else percent-encoded as UTF-8 (names hold no `%`). */
+const headerText = (text: string): string => (/[^\x20-\x7e]/.test(text) ? text.replace(/[^\x20-\x7e]/gu, encodeURIComponent) : text);
+
+/** The 200 for each verified key (one object while the store remembers the key). */
+const identities = new WeakMap<VerifiedKey, ServiceResponse>();
+function identity(key: VerifiedKey): ServiceResponse {
+  let response = identities.get(key);
+  if (response === undefined) {
+    const headers = { "x-api-key-id": key.id, "x-api-key-name": headerText(key.name), "x-api-key-roles": key.roles.join(","), ...PRIVATE_HEADERS };
+    identities.set(key, response = Object.freeze({ status: 200, headers: Object.freeze(headers), body: null }));
+  }
+  return response;
+}
+
+/** The `/auth` route (see the top of this file). */
+export function createForwardAuth({ options, refusals, lastUse, worked, failure }: ForwardAuthParts) {
+  const { rateLimiter: limiter, creditCounter: credits } = usageCounters(options.store);
+  const { verify, presented, refused } = refusals;
+
+  const check = (request: ServiceRequest, trace: Trace): MaybePromise<ServiceResponse> => {
+    const at = request.url.indexOf("?");
+    const query = at < 0 ? null : request.url.slice(at + 1);
+    if (query !== null && (KEY_PARAMS.test(query) || /sapi_/i.test(query) || containsSecret(query))) return keyInUrl();
+    const required = requirement(request.headers.get("x-required-permission"), query);
+    if ("problem" in required) return errorResponse(400, "BAD_REQUEST", required.problem);
+    const secret = presented(request);
+    if (typeof secret !== "string") return secret;
+    return after(verify(secret, request.receivedAt), (key) => {
+      if (!key) return refused(request, secret);
+      lastUse?.seen(key.id);
+      trace.key = key;
+      trace.operation = "none"; // no GraphQL operation: not a remembered query either
+      if (!holdsAll(key, required)) {
+        const lacking = required.filter((pair) => !holdsAll(key, [pair])).map(([pair]) => pair);
+        return errorResponse(403, "FORBIDDEN", `This key lacks the permission required: ${lacking.join(", ")}`);
+      }
+      // Only a key with limits or credits is counted: one without costs nothing more.
+      if (!key.rateLimits && !key.creditState) return identity(key);
+      return controlled(limiter, credits, key, Date.now(), () => identity(key));
+    });
+  };
+
+  const answered = (response: ServiceResponse) => {
+    if (response.status !== 503) worked();
+    return privately(response);
+  };
+  return (request: ServiceRequest, trace: Trace): MaybePromise<ServiceResponse> => {
+    try {
+      return after(check(request, trace), answered, (error) => privately(failure(error)));
+    } catch (error) {
+      return privately(failure(error));
+    }
+  };
+}
