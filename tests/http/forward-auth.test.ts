@@ -1,7 +1,8 @@
 // /auth (lib/http/forward-auth.ts, required-permissions.ts): the library's fetch handler over a memory store,
 // asked as a reverse proxy asks it: any method, the key in a header, the permission required in
 // X-Required-Permission or the permission parameter; what it answers for each kind of key and input.
-import { describe, expect, it } from "vitest";
+import { request as httpRequest } from "node:http";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createHandler } from "../../lib/http/fetch.ts";
 import { createKeyStore, type KeyStore } from "../../lib/store/key-store.ts";
 import { ServiceError } from "../../lib/core/errors.ts";
@@ -9,6 +10,8 @@ import { generateSecret } from "../../lib/core/secret.ts";
 import type { RequestEvent, ServiceObserver } from "../../lib/http/types.ts";
 import type { HandlerOptions } from "../../lib/http/handler.ts";
 import { input } from "../helpers/keys.ts";
+import { cliWithStore } from "../helpers/cli.ts";
+import { type ServerProcess, startServer } from "../helpers/server.ts";
 
 const FROM = { remoteAddr: { hostname: "192.0.2.10" } };
 
@@ -215,5 +218,50 @@ describe("/auth", () => {
     const { store, ask } = setUp({ authEndpoint: false });
     const { key } = await store.create(input("reader"));
     expect((await ask("/auth", { key })).status).toBe(404);
+  });
+});
+
+describe("/auth on a served process, hostile headers", () => {
+  let server: ServerProcess;
+  let cleanup: () => void;
+  let key: string;
+  beforeAll(async () => {
+    const s = cliWithStore();
+    cleanup = s.cleanup;
+    key = JSON.parse((await s.cli("apikey", "--create", "--name", "reader", "-r", "VIEWER", "--json")).stdout).key;
+    server = await startServer({ store: s.store });
+  });
+  afterAll(async () => {
+    await server?.stop();
+    cleanup?.();
+  });
+
+  /** A request with headers as sent on the wire (a list value: that header repeated). */
+  const send = (headers: Record<string, string | string[]>, path = "/auth") =>
+    new Promise<{ status: number; headers: Record<string, unknown> }>((resolve, reject) => {
+      const req = httpRequest(server.url + path, { headers }, (res) => {
+        res.resume().on("end", () => resolve({ status: res.statusCode!, headers: res.headers }));
+      });
+      req.on("error", reject).end();
+    });
+
+  it("answers 431 to a huge header and keeps serving; repeated permission headers all count", async () => {
+    expect((await send({ authorization: `Bearer ${key}`, "x-required-permission": "ME:READ_ANY,".repeat(2_000) })).status).toBe(431);
+    expect((await send({ authorization: `Bearer ${key}`, "x-required-permission": Array(200).fill("ME:READ_ANY") })).status).toBe(200);
+    expect((await send({ authorization: `Bearer ${key}`, "x-required-permission": [...Array(50).fill("ME:READ_ANY"), "API_KEY:READ_ANY"] })).status).toBe(403);
+    expect((await send({ authorization: `Bearer ${key}`, "x-required-permission": "ME:READ_ANY,".repeat(800) })).status).toBe(400);
+    // Two keys where one is expected is no key: refused, never a guess.
+    expect((await send({ "x-api-key": [key, key] })).status).toBe(401);
+    const ok = await send({ authorization: `Bearer ${key}` });
+    expect(ok.status).toBe(200);
+    expect(ok.headers["x-api-key-name"]).toBe("reader");
+    expect(server.stderr()).not.toContain(key.slice(5));
+  });
+
+  it("refuses a key in the query string without writing it to the access log", async () => {
+    expect((await send({}, `/auth?api_key=${key}`)).status).toBe(400);
+    expect((await send({}, `/auth?permission=ME:READ_ANY&k=${key}`)).status).toBe(400);
+    await expect.poll(() => server.stderr().match(/\/auth/g)?.length ?? 0).toBeGreaterThanOrEqual(2);
+    expect(server.stderr()).not.toContain(key.slice(5));
   });
 });
