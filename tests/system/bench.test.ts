@@ -32,6 +32,7 @@ it("npm run bench -- --quick prints the table of ratios", async () => {
     [`last-use recording on (default) vs off, ${INFO}`, "<=1.05"],
     [`a key with a rate limit and credits vs one without, ${ME}, files store`, "<=1.10"],
     [`a key with a rate limit and credits vs one without, ${ME}, memory store`, "<=1.10"],
+    ["/auth with a permission check vs bare node:http", ">=0.8"],
     ["service with", ">=0.83"],
     ["peak RSS", "report"],
   ];
