@@ -1,5 +1,5 @@
 /**
- * `/auth`, any method: forward authentication for reverse proxies (nginx `auth_request`, Caddy
+ * `/auth` (and `/auth/<path>`, as Envoy's `path_prefix` asks it), any method: forward authentication for reverse proxies (nginx `auth_request`, Caddy
  * `forward_auth`, Traefik `ForwardAuth`, Envoy `ext_authz`), which ask it about each request before passing
  * that request upstream. The key is taken as `/graphql` takes it (`authenticate.ts`: the same credential
  * rules, the same failed-authentication count per client), the permission required from
@@ -33,13 +33,14 @@ export interface ForwardAuthParts {
   failure: (error: unknown) => ServiceResponse;
 }
 
-/** Query parameters that carry a key in other services' conventions. */
-const KEY_PARAMS = /(?:^|&)(?:api[_-]?key|key|token|access[_-]?token|auth(?:orization)?)=/i;
 const keyInUrl = (): ServiceResponse =>
   errorResponse(400, "BAD_REQUEST", "API keys are not accepted in the URL, which proxies and servers log: send 'Authorization: Bearer <API key>' or 'X-API-Key: <API key>'");
 
 /** A name as a header value: printable ASCII as it is, anything else percent-encoded as UTF-8 (names hold no `%`). */
 const headerText = (text: string): string => (/[^\x20-\x7e]/.test(text) ? text.replace(/[^\x20-\x7e]/gu, encodeURIComponent) : text);
+
+/** `/auth`, or under it (`/auth/<path>`: Envoy appends the client's path). */
+export const isAuthPath = (pathname: string): boolean => pathname === "/auth" || pathname.startsWith("/auth/");
 
 /** The 200 for each verified key (one object while the store remembers the key). */
 const identities = new WeakMap<VerifiedKey, ServiceResponse>();
@@ -60,7 +61,8 @@ export function createForwardAuth({ options, refusals, lastUse, worked, failure 
   const check = (request: ServiceRequest, trace: Trace): MaybePromise<ServiceResponse> => {
     const at = request.url.indexOf("?");
     const query = at < 0 ? null : request.url.slice(at + 1);
-    if (query !== null && (KEY_PARAMS.test(query) || /sapi_/i.test(query) || containsSecret(query))) return keyInUrl();
+    // Ours only (the prefix, or a secret's body and checksum): Envoy appends the client's own query, whose `token=` may be the upstream's.
+    if (query !== null && (/sapi(?:_|%5f)/i.test(query) || containsSecret(query))) return keyInUrl();
     const required = requirement(request.headers.get("x-required-permission"), query);
     if ("problem" in required) return errorResponse(400, "BAD_REQUEST", required.problem);
     const secret = presented(request);

@@ -19,7 +19,7 @@ import { createAnswerCache } from "./answer-cache.ts";
 import { createGraphQLRoute } from "./route.ts";
 import { startLastUse } from "./last-use.ts";
 import { createAuthenticate, createRefusals, type Refusals } from "./authenticate.ts";
-import { createForwardAuth } from "./forward-auth.ts";
+import { createForwardAuth, isAuthPath } from "./forward-auth.ts";
 import { createErrorFormatter, errorResponse, inMediaType, internal, isStoreDown, notAcceptable, PRIVATE_HEADERS, privately, storeDown } from "./responses.ts";
 import { type GraphQLMediaType, negotiate } from "./negotiate.ts";
 import { createCors } from "./cors.ts";
@@ -126,7 +126,7 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
       const page = explorer?.(request, pathname) ?? site?.(request, pathname);
       if (page) return page.catch(failure);
       if (pathname === "/graphql") return graphql(request, trace);
-      if (pathname === "/auth" && forwardAuth) return forwardAuth(request, trace);
+      if (forwardAuth && isAuthPath(pathname)) return forwardAuth(request, trace);
       if (pathname === "/healthz") return healthz(request);
       if (pathname === "/readyz") return ready(request).catch(failure);
       if (pathname === "/metrics" && metrics) return metrics(request).catch(failure);
@@ -149,7 +149,7 @@ function observed(route: (request: ServiceRequest, pathname: string | null, trac
     const pathname = pathOf(request.url);
     const trace: Trace = {};
     return after(route(request, pathname, trace), (response) => {
-      if (response.status === 503 && (pathname === "/graphql" || pathname === "/auth")) observer.storeError();
+      if (response.status === 503 && pathname !== null && (pathname === "/graphql" || isAuthPath(pathname))) observer.storeError();
       // A remembered answer skipped execution, and only a query's is remembered.
       const operation = trace.operation ?? (trace.key && !trace.computed ? "query" : "none");
       const path = pathname ?? "(invalid target)";

@@ -47,6 +47,15 @@ describe("/auth", () => {
     expect((await ask("/auth", { key, method: "HEAD" })).status).toBe(200);
   });
 
+  it("answers under /auth/<path> too, as Envoy's ext_authz asks (the client's path and query appended), a query without a key passing", async () => {
+    const { store, ask } = setUp();
+    const { key, id } = await store.create(input("reader"));
+    const answer = await ask("/auth/docker/containers?page_token=abc&key=value", { key });
+    expect(answer.status).toBe(200);
+    expect(answer.headers.get("x-api-key-id")).toBe(id);
+    expect((await ask("/authx", { key })).status).toBe(404);
+  });
+
   it("percent-encodes a name beyond printable ASCII, so any proxy can pass it on", async () => {
     const { store, ask } = setUp();
     const { key } = await store.create(input("Zoë 日本"));
@@ -131,7 +140,7 @@ describe("/auth", () => {
   it("refuses a key in the query string with 400 and never logs or echoes it", async () => {
     const { store, ask, events } = setUp();
     const { key } = await store.create(input("reader"));
-    for (const query of [`api_key=${key}`, `key=${key}`, `token=${key}`, `permission=ME:READ_ANY&x=${key}`, `apikey=whatever`]) {
+    for (const query of [`api_key=${key}`, `key=${key.slice(5)}`, `token=${key.replace("_", "%5F")}`, `permission=ME:READ_ANY&x=${key}`, "apikey=sapi_mistyped"]) {
       const answer = await ask(`/auth?${query}`, { key });
       expect(answer.status, query).toBe(400);
       expect(answer.text).toMatch(/API keys are not accepted in the URL/);
