@@ -1,13 +1,13 @@
 // Forward authentication through real reverse proxies: nginx (auth_request) and Caddy (forward_auth), both
 // from Debian, run as child processes with their configuration in a temporary directory, in front of a small
 // upstream that echoes what it received, with `service-api serve` on a files store answering /auth. The
-// configurations are those of docs/gateways.md, with the ports filled in.
+// configurations are read from docs/gateways.md, with the ports replaced: what a reader copies is what runs.
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { cliWithStore, tempDir } from "../helpers/cli.ts";
+import { cliWithStore, ROOT, tempDir } from "../helpers/cli.ts";
 import { freePort } from "../helpers/redis.ts";
 import { type ServerProcess, startServer } from "../helpers/server.ts";
 
@@ -22,107 +22,33 @@ const NGINX = which("nginx", "/usr/sbin/nginx");
 const CADDY = which("caddy", "/usr/bin/caddy");
 const created = (stdout: string) => JSON.parse(stdout) as { key: string; id: string };
 
-/** nginx's configuration (docs/gateways.md), for a service on `service` and an upstream on `upstream`. */
-const nginxConf = (dir: string, port: number, service: number, upstream: number) => `
-pid ${dir}/nginx.pid;
-error_log ${dir}/error.log;
-daemon off;
-events {}
-http {
-  access_log off;
-  client_body_temp_path ${dir}/tmp; proxy_temp_path ${dir}/tmp; fastcgi_temp_path ${dir}/tmp; uwsgi_temp_path ${dir}/tmp; scgi_temp_path ${dir}/tmp;
-  upstream service_api { server 127.0.0.1:${service}; }
-  server {
-    listen 127.0.0.1:${port};
-    location / {
-      set $required_permission "";
-      auth_request /_auth;
-      include ${dir}/protect.conf;
-      proxy_pass http://127.0.0.1:${upstream};
-    }
-    location /docker/ {
-      set $required_permission "DOCKER:READ_ANY";
-      auth_request /_auth;
-      include ${dir}/protect.conf;
-      proxy_pass http://127.0.0.1:${upstream};
-    }
-    location /keys/ {
-      set $required_permission "API_KEY:READ_ANY";
-      auth_request /_auth;
-      include ${dir}/protect.conf;
-      proxy_pass http://127.0.0.1:${upstream};
-    }
-    location = /_auth {
-      internal;
-      proxy_pass http://service_api/auth;
-      proxy_pass_request_body off;
-      proxy_set_header Content-Length "";
-      proxy_set_header X-Required-Permission $required_permission;
-      proxy_intercept_errors on;
-      error_page 429 503 = @auth_refused;
-    }
-    location @auth_refused {
-      set $auth_status $upstream_status;
-      set $auth_retry_after $upstream_http_retry_after;
-      set $auth_ratelimit $upstream_http_ratelimit;
-      set $auth_ratelimit_policy $upstream_http_ratelimit_policy;
-      return 500;
-    }
-    location @auth_error {
-      add_header Retry-After $auth_retry_after always;
-      add_header RateLimit $auth_ratelimit always;
-      add_header RateLimit-Policy $auth_ratelimit_policy always;
-      if ($auth_status = 429) { return 429; }
-      if ($auth_status = 503) { return 503; }
-      return 500;
-    }
-  }
-}`;
-const NGINX_PROTECT = `
-auth_request_set $api_key_id $upstream_http_x_api_key_id;
-auth_request_set $api_key_name $upstream_http_x_api_key_name;
-auth_request_set $api_key_roles $upstream_http_x_api_key_roles;
-proxy_set_header X-Api-Key-Id $api_key_id;
-proxy_set_header X-Api-Key-Name $api_key_name;
-proxy_set_header X-Api-Key-Roles $api_key_roles;
-proxy_set_header Authorization "";
-proxy_set_header X-Api-Key "";
-error_page 500 = @auth_error;
-`;
+/** The fenced blocks of docs/gateways.md in `language`, in order: the configurations a reader copies. */
+const blocks = (language: string) =>
+  [...readFileSync(join(ROOT, "docs/gateways.md"), "utf8").matchAll(new RegExp("```" + language + "\\n([\\s\\S]*?)```", "g"))].map((m) => m[1]);
+/** A configuration with the page's ports replaced: service-api's 3001, the API's 8080. */
+const ported = (text: string, service: number, upstream: number) =>
+  text.replaceAll("127.0.0.1:3001", `127.0.0.1:${service}`).replaceAll("127.0.0.1:8080", `127.0.0.1:${upstream}`);
 
-/** Caddy's configuration (docs/gateways.md). */
-const caddyfile = (port: number, service: number, upstream: number) => `{
-  admin off
-  auto_https off
+/** nginx's snippet and server (docs/gateways.md) inside a main configuration that keeps every file in `dir`. */
+function nginxConf(dir: string, port: number, service: number, upstream: number): string {
+  const [snippet, server] = blocks("nginx");
+  writeFileSync(join(dir, "service-api.conf"), snippet);
+  const site = ported(server, service, upstream)
+    .replace("listen 80;", `listen 127.0.0.1:${port};`)
+    .replaceAll("/etc/nginx/snippets/service-api.conf", join(dir, "service-api.conf"));
+  const temp = ["client_body", "proxy", "fastcgi", "uwsgi", "scgi"].map((t) => `${t}_temp_path ${dir}/tmp;`).join(" ");
+  return `pid ${dir}/nginx.pid;\nerror_log ${dir}/error.log;\ndaemon off;\nevents {}\nhttp {\n  access_log off;\n  ${temp}\n${site}\n}\n`;
 }
-(protect) {
-  request_header -X-Api-Key-Id
-  request_header -X-Api-Key-Name
-  request_header -X-Api-Key-Roles
-  forward_auth 127.0.0.1:${service} {
-    uri /auth?permission={args.0}
-    copy_headers X-Api-Key-Id X-Api-Key-Name X-Api-Key-Roles
-  }
-  request_header -Authorization
-  request_header -X-Api-Key
-  reverse_proxy 127.0.0.1:${upstream}
-}
-http://127.0.0.1:${port} {
-  route /docker/* {
-    import protect DOCKER:READ_ANY
-  }
-  route /keys/* {
-    import protect API_KEY:READ_ANY
-  }
-  route {
-    import protect ""
-  }
-}
-`;
+
+/** Caddy's configuration (docs/gateways.md), served over plain HTTP on `port`, without its admin endpoint. */
+const caddyfile = (port: number, service: number, upstream: number) =>
+  `{\n\tadmin off\n\tauto_https off\n}\n` + ported(blocks("caddyfile")[0], service, upstream).replace("api.example.com {", `http://127.0.0.1:${port} {`);
 
 interface Proxy {
   name: string;
   binary: string | null;
+  /** What it answers while service-api cannot be reached. */
+  unreachable: number;
   start(dir: string, port: number, service: number, upstream: number): ChildProcess;
 }
 
@@ -130,9 +56,9 @@ const PROXIES: Proxy[] = [
   {
     name: "nginx (auth_request)",
     binary: NGINX,
+    unreachable: 503,
     start(dir, port, service, upstream) {
       mkdirSync(join(dir, "tmp"));
-      writeFileSync(join(dir, "protect.conf"), NGINX_PROTECT);
       writeFileSync(join(dir, "nginx.conf"), nginxConf(dir, port, service, upstream));
       return spawn(NGINX!, ["-p", dir, "-c", join(dir, "nginx.conf")], { stdio: ["ignore", "ignore", "pipe"] });
     },
@@ -140,6 +66,7 @@ const PROXIES: Proxy[] = [
   {
     name: "Caddy (forward_auth)",
     binary: CADDY,
+    unreachable: 502,
     start(dir, port, service, upstream) {
       writeFileSync(join(dir, "Caddyfile"), caddyfile(port, service, upstream));
       const env = { ...process.env, HOME: dir, XDG_CONFIG_HOME: join(dir, "config"), XDG_DATA_HOME: join(dir, "data") };
@@ -182,7 +109,7 @@ for (const proxy of PROXIES) {
       for (const [name, ...flags] of [["reader", "-r", "VIEWER"], ["limited", "-r", "VIEWER", "--rate-limit", "1/1h"], ["doomed", "-r", "GUEST"]]) {
         keys[name] = created((await s.cli("apikey", "--create", "--name", name, ...flags, "--json")).stdout);
       }
-      service = await startServer({ store: s.store });
+      service = await startServer({ store: s.store, args: ["--trust-proxy", "127.0.0.1"] });
       upstream = createServer((req, res) => {
         res.writeHead(200, { "content-type": "application/json" });
         res.end(JSON.stringify({ path: req.url, headers: req.headers }));
@@ -234,7 +161,7 @@ for (const proxy of PROXIES) {
     });
 
     it("answers 403 to a key lacking the location's permission", async () => {
-      const answer = await get("/keys/list", keys.reader.key);
+      const answer = await get("/admin/keys", keys.reader.key);
       expect(answer.status).toBe(403);
       expect(answer.text).not.toContain('"path"');
     });
@@ -254,6 +181,16 @@ for (const proxy of PROXIES) {
       expect((await get("/anything", keys.doomed.key)).status).toBe(200);
       expect((await cli("apikey", "--delete", "--name", "doomed")).code).toBe(0);
       expect((await get("/anything", keys.doomed.key)).status).toBe(401);
+    });
+
+    // Last: it stops the service.
+    it(`answers ${proxy.unreachable} and passes nothing upstream while service-api is down`, async () => {
+      let reached = 0;
+      upstream.on("request", () => reached++);
+      await service.stop();
+      const answer = await get("/anything", keys.reader.key);
+      expect(answer.status).toBe(proxy.unreachable);
+      expect(reached).toBe(0);
     });
   });
 }
