@@ -19,7 +19,8 @@ import { createAnswerCache } from "./answer-cache.ts";
 import { createGraphQLRoute } from "./route.ts";
 import { startLastUse } from "./last-use.ts";
 import { createAuthenticate, createRefusals, type Refusals } from "./authenticate.ts";
-import { createForwardAuth, isAuthPath } from "./forward-auth.ts";
+import { createForwardAuth, type ForwardAuthParts, isAuthPath } from "./forward-auth.ts";
+import { createUnkeyVerify } from "./unkey-verify.ts";
 import { createErrorFormatter, errorResponse, inMediaType, internal, isStoreDown, notAcceptable, PRIVATE_HEADERS, privately, storeDown } from "./responses.ts";
 import { type GraphQLMediaType, negotiate } from "./negotiate.ts";
 import { createCors } from "./cors.ts";
@@ -115,7 +116,9 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
   // One count of failed authentications per client address for /graphql and /auth.
   const refusals = createRefusals(options);
   const graphql = graphqlEndpoint({ options, outage, lastUse, onError, failure, refusals });
-  const forwardAuth = options.authEndpoint === false ? undefined : createForwardAuth({ options, refusals, lastUse, worked: () => outage.worked(), failure });
+  const verifying: ForwardAuthParts | undefined = options.authEndpoint === false ? undefined : { options, refusals, lastUse, worked: () => outage.worked(), failure };
+  const forwardAuth = verifying && createForwardAuth(verifying);
+  const unkeyVerify = verifying && createUnkeyVerify(verifying);
 
   /** Routes a request; `trace` collects what the access log and the metrics are told afterwards. */
   const route = (request: ServiceRequest, pathname: string | null, trace: Trace): MaybePromise<AnyResponse> => {
@@ -127,6 +130,7 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
       if (page) return page.catch(failure);
       if (pathname === "/graphql") return graphql(request, trace);
       if (forwardAuth && isAuthPath(pathname)) return forwardAuth(request, trace);
+      if (unkeyVerify && pathname === "/v2/keys.verifyKey") return unkeyVerify(request, trace);
       if (pathname === "/healthz") return healthz(request);
       if (pathname === "/readyz") return ready(request).catch(failure);
       if (pathname === "/metrics" && metrics) return metrics(request).catch(failure);
@@ -149,7 +153,7 @@ function observed(route: (request: ServiceRequest, pathname: string | null, trac
     const pathname = pathOf(request.url);
     const trace: Trace = {};
     return after(route(request, pathname, trace), (response) => {
-      if (response.status === 503 && pathname !== null && (pathname === "/graphql" || isAuthPath(pathname))) observer.storeError();
+      if (response.status === 503 && pathname !== null && (pathname === "/graphql" || pathname === "/v2/keys.verifyKey" || isAuthPath(pathname))) observer.storeError();
       // A remembered answer skipped execution, and only a query's is remembered.
       const operation = trace.operation ?? (trace.key && !trace.computed ? "query" : "none");
       const path = pathname ?? "(invalid target)";
