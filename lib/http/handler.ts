@@ -21,6 +21,7 @@ import { startLastUse } from "./last-use.ts";
 import { createAuthenticate, createRefusals, type Refusals } from "./authenticate.ts";
 import { createForwardAuth, type ForwardAuthParts, isAuthPath } from "./forward-auth.ts";
 import { createUnkeyVerify } from "./unkey-verify.ts";
+import { openapiRoute } from "./openapi.ts";
 import { createErrorFormatter, errorResponse, inMediaType, internal, isStoreDown, notAcceptable, PRIVATE_HEADERS, privately, storeDown } from "./responses.ts";
 import { type GraphQLMediaType, negotiate } from "./negotiate.ts";
 import { createCors } from "./cors.ts";
@@ -131,6 +132,7 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
       if (pathname === "/graphql") return graphql(request, trace);
       if (forwardAuth && isAuthPath(pathname)) return forwardAuth(request, trace);
       if (unkeyVerify && pathname === "/v2/keys.verifyKey") return unkeyVerify(request, trace);
+      if (verifying && pathname === "/openapi.json") return openapiRoute(request);
       if (pathname === "/healthz") return healthz(request);
       if (pathname === "/readyz") return ready(request).catch(failure);
       if (pathname === "/metrics" && metrics) return metrics(request).catch(failure);

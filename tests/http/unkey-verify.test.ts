@@ -1,11 +1,14 @@
 // POST /v2/keys.verifyKey (lib/http/unkey-verify.ts): Unkey's own SDK (@unkey/api) pointed at a served handler
 // on a memory store, as a service written for Unkey would call it; then hostile bodies over plain fetch.
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { Unkey } from "@unkey/api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RunningServer, serve } from "../../lib/http/serve.ts";
 import { createKeyStore } from "../../lib/store/key-store.ts";
 import { generateSecret } from "../../lib/core/secret.ts";
 import { input } from "../helpers/keys.ts";
+import { ROOT } from "../helpers/cli.ts";
 
 let clock = Date.now();
 const store = createKeyStore({ now: () => clock });
@@ -112,5 +115,21 @@ describe("hostile requests to /v2/keys.verifyKey", () => {
     expect((await post({ key }, admin, "GET")).status).toBe(405);
     const huge = await fetch(`${server.url}/v2/keys.verifyKey`, { method: "POST", headers: { authorization: `Bearer ${admin}` }, body: "x".repeat(2 << 20) });
     expect(huge.status).toBe(413);
+  });
+});
+
+describe("the OpenAPI document", () => {
+  it("is served at /openapi.json, is docs/openapi.json (the version aside), and lists every status the routes answer", async () => {
+    const response = await fetch(`${server.url}/openapi.json`);
+    expect(response.status).toBe(200);
+    const served = await response.json();
+    const kept = JSON.parse(readFileSync(join(ROOT, "docs/openapi.json"), "utf8"));
+    expect({ ...served, info: { ...served.info, version: "" } }, "docs/openapi.json is stale: write the served document into it").toEqual({ ...kept, info: { ...kept.info, version: "" } });
+    expect(served.openapi).toBe("3.1.0");
+    expect(Object.keys(served.paths["/auth"].get.responses)).toEqual(["200", "400", "401", "403", "429", "503"]);
+    expect(Object.keys(served.paths["/v2/keys.verifyKey"].post.responses)).toEqual(["200", "400", "401", "403", "405", "413", "429", "503"]);
+    expect(served.components.schemas.VerifyKeyResponse.properties.data.properties.code.enum).toEqual(
+      ["VALID", "NOT_FOUND", "INSUFFICIENT_PERMISSIONS", "USAGE_EXCEEDED", "RATE_LIMITED", "DISABLED", "EXPIRED"],
+    );
   });
 });
