@@ -223,10 +223,15 @@ describe("/auth", () => {
     expect(JSON.stringify(events)).not.toContain(key.slice(5));
   });
 
-  it("is not served with authEndpoint: false (serve --no-auth-endpoint)", async () => {
+  it("is not served with authEndpoint: false (serve --no-auth-endpoint), nor /v2/keys.verifyKey and /openapi.json", async () => {
     const { store, ask } = setUp({ authEndpoint: false });
-    const { key } = await store.create(input("reader"));
-    expect((await ask("/auth", { key })).status).toBe(404);
+    const { key } = await store.create(input("reader", { roles: ["ADMIN"] }));
+    const on = setUp({ store });
+    for (const path of ["/auth", "/v2/keys.verifyKey", "/openapi.json"]) {
+      const method = path === "/v2/keys.verifyKey" ? "POST" : "GET";
+      expect((await ask(path, { key, method })).status, path).toBe(404);
+      expect((await on.ask(path, { key, method })).status, path).not.toBe(404);
+    }
   });
 });
 
