@@ -239,9 +239,11 @@ describe("/auth on a served process, hostile headers", () => {
   let server: ServerProcess;
   let cleanup: () => void;
   let key: string;
+  let storePath: string;
   beforeAll(async () => {
     const s = cliWithStore();
     cleanup = s.cleanup;
+    storePath = s.store;
     key = JSON.parse((await s.cli("apikey", "--create", "--name", "reader", "-r", "VIEWER", "--json")).stdout).key;
     server = await startServer({ store: s.store });
   });
@@ -270,6 +272,16 @@ describe("/auth on a served process, hostile headers", () => {
     expect(ok.status).toBe(200);
     expect(ok.headers["x-api-key-name"]).toBe("reader");
     expect(server.stderr()).not.toContain(key.slice(5));
+  });
+
+  it("serve --no-auth-endpoint answers /auth with 404", async () => {
+    const off = await startServer({ store: storePath, args: ["--no-auth-endpoint"] });
+    try {
+      expect((await fetch(`${off.url}/auth`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(404);
+      expect((await send({ authorization: `Bearer ${key}` })).status).toBe(200);
+    } finally {
+      await off.stop();
+    }
   });
 
   it("refuses a key in the query string without writing it to the access log", async () => {
