@@ -20,7 +20,7 @@ import type { Refusals } from "./authenticate.ts";
 import { controlled } from "./credits.ts";
 import { holdsAll, requirement } from "./required-permissions.ts";
 import { errorResponse, PRIVATE_HEADERS, privately } from "./responses.ts";
-import type { HandlerOptions, ServiceRequest, ServiceResponse, Trace } from "./types.ts";
+import type { HandlerOptions, RememberedResponse, ServiceRequest, ServiceResponse, Trace } from "./types.ts";
 
 /** What `/auth` needs from the handler's set-up. */
 export interface ForwardAuthParts {
@@ -42,13 +42,16 @@ const headerText = (text: string): string => (/[^\x20-\x7e]/.test(text) ? text.r
 /** `/auth`, or under it (`/auth/<path>`: Envoy appends the client's path). */
 export const isAuthPath = (pathname: string): boolean => pathname === "/auth" || pathname.startsWith("/auth/");
 
-/** The 200 for each verified key (one object while the store remembers the key). */
-const identities = new WeakMap<VerifiedKey, ServiceResponse>();
-function identity(key: VerifiedKey): ServiceResponse {
+/**
+ * The 200 for each verified key: one frozen object while the store remembers the key, marked remembered so
+ * that node.ts writes the head it kept for it (a key with limits gets its RateLimit lines added to a copy).
+ */
+const identities = new WeakMap<VerifiedKey, RememberedResponse>();
+function identity(key: VerifiedKey): RememberedResponse {
   let response = identities.get(key);
   if (response === undefined) {
     const headers = { "x-api-key-id": key.id, "x-api-key-name": headerText(key.name), "x-api-key-roles": key.roles.join(","), ...PRIVATE_HEADERS };
-    identities.set(key, response = Object.freeze({ status: 200, headers: Object.freeze(headers), body: null }));
+    identities.set(key, response = Object.freeze({ status: 200, headers: Object.freeze(headers), body: null, remembered: true as const }));
   }
   return response;
 }
