@@ -8,28 +8,35 @@ import { keyForm, type Preset } from "./key-form.ts";
 import { confirmDelete, confirmRotate } from "./actions.ts";
 import { auditScreen } from "./audit.ts";
 import { secretPanel } from "./secret.ts";
-import { signInForm, whoAmI } from "./signin.ts";
+import { type Me, signInForm, whoAmI } from "./signin.ts";
 import { authorizePage } from "./authorize.ts";
 import { templateHref } from "./scopes.ts";
 import "./app.css";
 
 const root = document.getElementById("root")!;
 
-/** The console needs API_KEY:READ_ANY to list keys; a key without it is told so, and not kept. */
-async function checkConsoleKey(key: string): Promise<string | null> {
+/**
+ * The console needs API_KEY:READ_ANY to list keys: who `key` is, and what it lacks (null: nothing). The one
+ * check for a key pasted here and for one the tab already holds (signed in at /authorize, which asks less).
+ */
+async function consoleAccess(key: string): Promise<{ me: Me | null; problem: string | null }> {
   const me = await whoAmI(key);
   try {
     await gql(`{ apiKeys(first: 1) { id } }`, {}, key);
-    return null;
+    return { me, problem: null };
   } catch (error) {
     if ((error as ApiError).code !== "FORBIDDEN") throw error;
     const who = me ? `The key ${me.name}` : "This key";
-    return `${who} lacks the permission API_KEY:READ_ANY, which the console needs to list keys. Sign in with a key that holds it (the ADMIN role does).`;
+    const problem = `${who} lacks the permission API_KEY:READ_ANY, which the console needs to list keys. Sign in with a key that holds it (the ADMIN role does).`;
+    return { me, problem };
   }
 }
 
-function signIn(): void {
-  replace(root, header(null), h("main", {}, signInForm("Paste an API key that may read keys (API_KEY:READ_ANY).", checkConsoleKey, start)));
+/** The sign-in form, with why the key the tab held was not kept, if it was not. */
+function signIn(problem?: string): void {
+  const intro = "Paste an API key that may read keys (API_KEY:READ_ANY).";
+  const form = signInForm(intro, async (key) => (await consoleAccess(key)).problem, start);
+  replace(root, header(null), h("main", {}, problem ? message("error", problem) : null, form));
 }
 
 function header(name: string | null, nav?: HTMLElement): HTMLElement {
@@ -41,8 +48,11 @@ function header(name: string | null, nav?: HTMLElement): HTMLElement {
 }
 
 async function start(): Promise<void> {
-  const me = await whoAmI(session.get()).catch(() => undefined);
-  if (me === undefined) return signIn(); // the stored key no longer works
+  const access = await consoleAccess(session.get()).catch(() => undefined);
+  if (access === undefined) return signIn(); // the stored key no longer works
+  // A key kept by /authorize (any working key signs in there) is held to the console's own rule: told, not kept.
+  if (access.problem) return session.set(""), signIn(access.problem);
+  const { me } = access;
   const caps = await capabilities();
   const presets = caps.presetFields ? await loadPresets(caps) : null;
   shell(me?.name ?? "a key that may not read itself", caps, presets);
@@ -99,5 +109,5 @@ if (location.pathname.endsWith("/authorize")) {
   const main = h("main");
   replace(root, main);
   authorizePage(main);
-} else if (session.get()) start().catch(signIn);
+} else if (session.get()) start().catch(() => signIn());
 else signIn();

@@ -10,7 +10,7 @@ import { checkLabels } from "../core/labels.ts";
 import { can } from "../core/policy.ts";
 import { controlsOf, controlsPatch } from "./credits.ts";
 import { forbidden, type Rule } from "./field-rule.ts";
-import { actorOf, graceOf, noEscalation, noOutliving, target } from "./mutation-guards.ts";
+import { actorOf, graceOf, noEscalation, noOutliving, noUnmetering, target } from "./mutation-guards.ts";
 
 /** The rules of the `Mutation.apiKey` fields. */
 export const API_KEY_MUTATIONS: Readonly<Record<string, Rule>> = {
@@ -36,6 +36,7 @@ export const API_KEY_MUTATIONS: Readonly<Record<string, Rule>> = {
       const expiry = input.expiresAt == null ? {} : { expiresAt: input.expiresAt as string };
       const labels = input.labels == null ? {} : { labels: checkLabels(input.labels) };
       const limits = controlsOf(input); // rate limits and credits
+      await noUnmetering(key, store, { credits: limits.credits, rateLimits: limits.rateLimits });
       return store.create({ ...parsed, ...expiry, ...labels, ...limits }, { overwrite: Boolean(input.overwrite), graceMs, actor: actorOf(key) });
     },
   },
@@ -58,6 +59,7 @@ export const API_KEY_MUTATIONS: Readonly<Record<string, Rule>> = {
       noEscalation(key, current);
       noEscalation(key, { roles: patch.roles ?? current.roles, permissions: patch.permissions ?? current.permissions });
       if (input.expiresAt !== undefined) noOutliving(key, input.expiresAt);
+      await noUnmetering(key, store, Object.fromEntries(Object.entries(patch).filter(([field]) => field === "credits" || field === "rateLimits")));
       return store.update(input.id, patch, { actor: actorOf(key) });
     },
   },
@@ -107,6 +109,8 @@ export const API_KEY_MUTATIONS: Readonly<Record<string, Rule>> = {
       const graceMs = graceSeconds == null ? undefined : graceOf({ overwrite: true, graceSeconds });
       noEscalation(key, current);
       noOutliving(key, current.expiresAt);
+      // Another key's new secret is that key's use: no more than the caller's (its own keeps its counts).
+      if (id !== key.id) await noUnmetering(key, store, { credits: current.credits ?? null, rateLimits: current.rateLimits ?? null });
       return store.rotate(id, { graceMs, actor: actorOf(key) });
     },
   },

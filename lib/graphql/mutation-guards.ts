@@ -1,11 +1,14 @@
 /**
  * What every change to a key is checked against: no escalation (a key grants only what it holds), no
+ * un-metering (a key with credits or rate limits gives no key, itself included, more use than it has), no
  * outliving (a temporary key makes only temporary keys), the key acted on exists, and the grace period
  * asked for; and the calling key as the audit trail names it.
  */
 import type { Actor, ApiKeyInfo } from "../core/model.ts";
 import { ServiceError } from "../core/errors.ts";
 import { escalation, type Grants } from "../core/policy.ts";
+import { type Metering, meteringEscalation } from "../core/metering.ts";
+import type { VerifiedKey } from "../store/types.ts";
 import { MAX_GRACE_MS, parseInstant, untilOf } from "../core/lifecycle.ts";
 import type { KeyStore } from "../store/key-store.ts";
 import { type Args, forbidden } from "./field-rule.ts";
@@ -16,6 +19,25 @@ export function noEscalation(actor: Grants, target: Grants): void {
   if (extra.length) {
     const shown = extra.slice(0, 5).join(", ") + (extra.length > 5 ? `, and ${extra.length - 5} more` : "");
     throw forbidden(`Forbidden: an API key can only grant permissions it holds itself; missing ${shown}`);
+  }
+}
+
+/**
+ * Refuses to give a key more use than a metered caller has itself (`core/metering.ts`): `given` holds the
+ * controls a create gives (both, absent or null meaning none) or those an update sets (only the ones it
+ * names). The caller's credits are what it has left now, as counted (this request's credit taken).
+ */
+export async function noUnmetering(key: ApiKeyInfo & Partial<Pick<VerifiedKey, "creditState">>, store: KeyStore, given: Metering): Promise<void> {
+  if (!key.credits && !key.rateLimits?.length) return; // unmetered: its permissions alone decide
+  const state = key.creditState;
+  const left = state && store.creditCounter ? await store.creditCounter.peek(key.id, state, Date.now()) : key.credits?.remaining;
+  const own: Metering = {
+    credits: "credits" in given && key.credits ? { ...key.credits, remaining: left ?? 0 } : null,
+    rateLimits: "rateLimits" in given ? key.rateLimits : null,
+  };
+  const needs = meteringEscalation(own, given);
+  if (needs.length) {
+    throw forbidden(`Forbidden: this API key has credits or rate limits, and cannot give a key (itself included) more use than it has; the key needs ${needs.join("; ")}`);
   }
 }
 

@@ -1,9 +1,10 @@
 /**
- * Authentication of a `/graphql` request: the method and the size checked, the API key taken
- * from `Authorization: Bearer` or `X-API-Key`, its checksum checked, the key verified against the store,
- * then its controls (rate limits, credits) applied. The body is read only once the key is good, and the
- * key is verified again if the body came later. A refusal is a 401 told to the observer, or a 429 past
- * the failed-authentication throttle (`auth-throttle.ts`); a verified key's request goes to `answer`.
+ * Authentication by API key, the same on every route that takes one (/graphql, /metrics, /auth, /v2/keys.verifyKey): the key's
+ * checksum checked, the key verified against the store, noted for its last use, then its usage controlled
+ * (`credits.ts`: rate limits, then one credit, the same 429s and RateLimit headers on every route). A
+ * refusal is a 401 told to the observer, or a 429 past the failed-authentication throttle
+ * (`auth-throttle.ts`). On /graphql the body is read only once the key is good, and the key is verified
+ * again if the body came later; a verified key's request goes to `answer`.
  */
 import type { VerifiedKey } from "../store/types.ts";
 import type { UseRecorder } from "../store/last-use.ts";
@@ -20,46 +21,63 @@ import { type AuthFailure, type HandlerOptions, MAX_BODY_BYTES, type ServiceRequ
 /** Answers a request whose key is verified, with its body. */
 export type AnswerVerified = (request: ServiceRequest, key: VerifiedKey, body: string, mediaType: GraphQLMediaType, trace: Trace) => MaybePromise<ServiceResponse>;
 
+/** A route's answer to a request whose key is verified and whose use its controls allowed. */
+export type Admitted = (key: VerifiedKey, secret: string) => MaybePromise<ServiceResponse>;
+
 /**
- * How a request's key is checked and refused, shared by `/graphql` and `/auth` (`forward-auth.ts`) so that
- * one failed-authentication count per client address covers both: `verify` (the store's, with its revision
- * read shared when it can), `presented` (the request's well-formed secret, or its refusal: a 401 told to the
- * observer, or the throttle's 429) and `refused` (the same for a well-formed secret `verify` refused, saying
- * why: a retired one is told to the observer too).
+ * The gate every route that authenticates a key goes through, made once per handler (one throttle, one
+ * set of counters for all routes).
+ * @example const gate = createKeyGate(options, lastUse); gate.admit(request, secret, (key) => answer(key));
  */
-export function createRefusals(options: HandlerOptions) {
+export function createKeyGate(options: HandlerOptions, lastUse: UseRecorder | undefined) {
   const { store, observer } = options;
-  const verify = store.verifyNow?.bind(store) ?? ((secret: string, _receivedAt?: number) => store.verify(secret));
+  const verify = store.verifyNow?.bind(store) ?? ((secret: string) => store.verify(secret));
+  const { rateLimiter: limiter, creditCounter: credits } = usageCounters(store);
   // Every refusal is counted for its client address, and is a 429 past the limit (see auth-throttle.ts).
   const throttle = createAuthThrottle(options);
   const refusal = (reason: AuthFailure, message: string) => (observer?.authFailed(reason), unauthenticated(message, reason));
   const refuse = (request: ServiceRequest, reason: AuthFailure, message: string) => throttle(request, () => refusal(reason, message));
+  /** The 401 for a well-formed secret `verify` refused (a retired one is told to the observer too), or the 429. */
   const refused = (request: ServiceRequest, secret: string) =>
     throttle(request, () => store.refusal(secret).then(({ reason, retired }) => {
       if (retired) observer?.retiredKeyUsed?.({ ...retired, address: request.remoteAddress });
       return refusal(reason, KEY_REFUSED[reason]);
     }));
-  /** The well-formed secret the request presents, or its refusal. */
-  const presented = (request: ServiceRequest): string | MaybePromise<ServiceResponse> => {
+
+  /**
+   * `secret` (as the request sent it) verified and its use controlled, then `admitted`; else the 401 or the
+   * 429. `trace` (the access log's) is told the key once verified, so a refused use names it too. `refuses`,
+   * when given, may refuse the verified key before its use is counted (a permission it lacks: a 403 that
+   * costs it no rate limit nor credit, as verifyApiKey's INSUFFICIENT_PERMISSIONS).
+   */
+  const admit = (request: ServiceRequest, secret: string, admitted: Admitted, trace?: Trace, refuses?: (key: VerifiedKey) => ServiceResponse | undefined): MaybePromise<ServiceResponse> => {
+    // The checksum catches mistyped and made-up keys without touching the store.
+    if (!isWellFormedSecret(secret)) return refuse(request, "malformed", "Malformed API key: it should start with 'sapi_' and be copied completely");
+    return after(verify(secret, request.receivedAt), (key) => {
+      if (!key) return refused(request, secret); // only now, for the message: a second read, never a write
+      lastUse?.seen(key.id); // remembered answers and refused uses included: the key authenticated this request
+      if (trace) trace.key = key;
+      return refuses?.(key) ?? controlled(limiter, credits, key, Date.now(), () => admitted(key, secret));
+    });
+  };
+  /** `admit` for the key the request's headers carry (`Authorization: Bearer`, else `X-API-Key`), or the 401 saying what is wrong. */
+  const present = (request: ServiceRequest, admitted: Admitted, trace?: Trace, refuses?: (key: VerifiedKey) => ServiceResponse | undefined): MaybePromise<ServiceResponse> => {
     const found = credential(request.headers);
     if ("problem" in found) return refuse(request, found.problem.startsWith("Missing") ? "missing" : "malformed", found.problem);
-    // The checksum catches mistyped and made-up keys without touching the store.
-    if (!isWellFormedSecret(found.secret)) return refuse(request, "malformed", "Malformed API key: it should start with 'sapi_' and be copied completely");
-    return found.secret;
+    return admit(request, found.secret, admitted, trace, refuses);
   };
-  return { verify, presented, refused };
+  return { admit, present, refuse, refused, verify };
 }
-export type Refusals = ReturnType<typeof createRefusals>;
+
+export type KeyGate = ReturnType<typeof createKeyGate>;
 
 /**
  * The authentication of `/graphql` requests, made once per handler: each request is refused, or its
- * verified key and body go to `answer`. Notes each key that authenticates with `lastUse`.
- * @example const authenticate = createAuthenticate(options, lastUse, answer); authenticate(request, mediaType, trace);
+ * verified key and body go to `answer`.
+ * @example const authenticate = createAuthenticate(options, gate, answer); authenticate(request, mediaType, trace);
  */
-export function createAuthenticate(options: HandlerOptions, lastUse: UseRecorder | undefined, answer: AnswerVerified, refusals = createRefusals(options)) {
-  const { store } = options;
-  const { verify, presented, refused } = refusals;
-  const { rateLimiter: limiter, creditCounter: credits } = usageCounters(store);
+export function createAuthenticate(options: HandlerOptions, gate: KeyGate, answer: AnswerVerified) {
+  const { verify, refused } = gate;
   const limit = options.maxBodyBytes ?? MAX_BODY_BYTES;
 
   const authenticate = (request: ServiceRequest, mediaType: GraphQLMediaType, trace: Trace): MaybePromise<ServiceResponse> => {
@@ -67,16 +85,7 @@ export function createAuthenticate(options: HandlerOptions, lastUse: UseRecorder
       return errorResponse(405, "METHOD_NOT_ALLOWED", "Use POST (or GET for queries) on /graphql", { allow: "GET, POST" });
     }
     if (Number(request.headers.get("content-length") ?? 0) > limit) return tooLarge(limit);
-    const secret = presented(request);
-    if (typeof secret !== "string") return secret;
-    return after(verify(secret, request.receivedAt), (key) => {
-      if (!key) return refused(request, secret); // only now, for the message: a second read, never a write
-      lastUse?.seen(key.id); // remembered answers included: the key authenticated this request
-      trace.key = key;
-      // Only a key with limits or credits is counted: one without costs nothing more.
-      if (!key.rateLimits && !key.creditState) return proceed(request, secret, key, mediaType, trace);
-      return controlled(limiter, credits, key, Date.now(), () => proceed(request, secret, key, mediaType, trace));
-    });
+    return gate.present(request, (key, secret) => proceed(request, secret, key, mediaType, trace), trace);
   };
 
   /** A verified key's request: its body read, the key checked again if that came later, then answered. */

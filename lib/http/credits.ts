@@ -1,15 +1,17 @@
 /**
- * Keys' credits on /graphql: one credit taken from a verified key that has credits, after its rate limits
- * allowed the request (a request they refuse costs no credit), and the 429 `USAGE_EXCEEDED` once none is
- * left: until a refill (the next UTC day or month) or an update gives it more. A key without credits costs
- * nothing more.
+ * Usage control on every route that authenticates a key (/graphql, /metrics): the store's one decision
+ * (`decideUse`: rate limits first, a request they refuse costs no credit, then one credit) answered alike.
+ * A full limit is the 429 `RATE_LIMITED` with `Retry-After`; no credit left is the 429 `USAGE_EXCEEDED`,
+ * until a refill (the next UTC day or month) or an update gives it more; every other answer to a key with
+ * limits carries the RateLimit headers (`rate-limit.ts`). A key without limits nor credits costs nothing more.
  */
 import { after, type MaybePromise } from "../core/maybe-promise.ts";
 import type { CreditCounter } from "../store/credit-counter.ts";
 import type { RateLimiter } from "../store/rate-limiter.ts";
 import type { VerifiedKey } from "../store/types.ts";
+import { decideUse } from "../store/_controls.ts";
 import { nextPeriod, periodStart } from "../core/credits.ts";
-import { limited, rateLimited, retrySeconds, withRateHeaders } from "./rate-limit.ts";
+import { rateLimited, retrySeconds, withRateHeaders } from "./rate-limit.ts";
 import { errorResponse } from "./responses.ts";
 import type { ServiceResponse } from "./types.ts";
 
@@ -29,15 +31,9 @@ export function controlled(
   now: number,
   answer: () => MaybePromise<ServiceResponse>,
 ): MaybePromise<ServiceResponse> {
-  const state = key.creditState;
-  const limits = key.rateLimits;
-  if (limits && state && counter.spendLimited) {
-    // Both in one step (Redis: one script, one round trip).
-    return after(counter.spendLimited(key.id, limits, state, now), ({ rate, credit }) => {
-      if (!rate.allowed) return rateLimited(limits, rate);
-      return after(credit?.allowed ? answer() : usageExceeded(key, now), (response) => withRateHeaders(response, limits, rate));
-    });
-  }
-  const spend = state ? () => after(counter.spend(key.id, state, now), (verdict) => (verdict.allowed ? answer() : usageExceeded(key, now))) : answer;
-  return limits ? limited(limiter, key, now, spend) : spend();
+  return after(decideUse(limiter, counter, key, now), ({ code, rate }) => {
+    if (code === "RATE_LIMITED") return rateLimited(key.rateLimits!, rate!);
+    const answered = code === "VALID" ? answer() : usageExceeded(key, now);
+    return rate ? after(answered, (response) => withRateHeaders(response, key.rateLimits!, rate)) : answered;
+  });
 }

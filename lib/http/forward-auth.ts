@@ -1,9 +1,10 @@
 /**
- * `/auth` (and `/auth/<path>`, as Envoy's `path_prefix` asks it), any method: forward authentication for reverse proxies (nginx `auth_request`, Caddy
- * `forward_auth`, Traefik `ForwardAuth`, Envoy `ext_authz`), which ask it about each request before passing
- * that request upstream. The key is taken as `/graphql` takes it (`authenticate.ts`: the same credential
- * rules, the same failed-authentication count per client), the permission required from
- * `required-permissions.ts`, and the key's rate limits and credits apply as on `/graphql` (`credits.ts`).
+ * `/auth` (and `/auth/<path>`, as Envoy's `path_prefix` asks it), any method: forward authentication for
+ * reverse proxies (nginx `auth_request`, Caddy `forward_auth`, Traefik `ForwardAuth`, Envoy `ext_authz`),
+ * which ask it about each request before passing that request upstream. The key goes through the gate
+ * every route shares (`authenticate.ts`: the credential as `/graphql` takes it, the failed-authentication
+ * count per client, last use, rate limits and credits); the permission required comes from
+ * `required-permissions.ts`.
  *
  * Answers: 200 without a body, with `X-Api-Key-Id`, `X-Api-Key-Name` (percent-encoded beyond printable
  * ASCII) and `X-Api-Key-Roles` for the proxy to pass upstream; 401 with `WWW-Authenticate: Bearer`; 403
@@ -13,11 +14,8 @@
  */
 import { after, type MaybePromise } from "../core/maybe-promise.ts";
 import { containsSecret } from "../core/secret.ts";
-import { usageCounters } from "../store/_credits.ts";
-import type { UseRecorder } from "../store/last-use.ts";
 import type { VerifiedKey } from "../store/types.ts";
-import type { Refusals } from "./authenticate.ts";
-import { controlled } from "./credits.ts";
+import type { KeyGate } from "./authenticate.ts";
 import { holdsAll, requirement } from "./required-permissions.ts";
 import { errorResponse, PRIVATE_HEADERS, privately } from "./responses.ts";
 import type { HandlerOptions, RememberedResponse, ServiceRequest, ServiceResponse, Trace } from "./types.ts";
@@ -25,8 +23,8 @@ import type { HandlerOptions, RememberedResponse, ServiceRequest, ServiceRespons
 /** What `/auth` needs from the handler's set-up. */
 export interface ForwardAuthParts {
   options: HandlerOptions;
-  refusals: Refusals;
-  lastUse: UseRecorder | undefined;
+  /** The key gate every route shares (`authenticate.ts`): verification, throttle, last use, usage control. */
+  gate: KeyGate;
   /** Told of each answer that is not a 503, so that the end of an outage is logged. */
   worked: () => void;
   /** The answer to a failure (the store down: 503). */
@@ -57,32 +55,22 @@ function identity(key: VerifiedKey): RememberedResponse {
 }
 
 /** The `/auth` route (see the top of this file). */
-export function createForwardAuth({ options, refusals, lastUse, worked, failure }: ForwardAuthParts) {
-  const { rateLimiter: limiter, creditCounter: credits } = usageCounters(options.store);
-  const { verify, presented, refused } = refusals;
-
+export function createForwardAuth({ gate, worked, failure }: ForwardAuthParts) {
   const check = (request: ServiceRequest, trace: Trace): MaybePromise<ServiceResponse> => {
+    trace.operation = "none"; // no GraphQL operation: not a remembered query either
     const at = request.url.indexOf("?");
     const query = at < 0 ? null : request.url.slice(at + 1);
     // Ours only (the prefix, or a secret's body and checksum): Envoy appends the client's own query, whose `token=` may be the upstream's.
     if (query !== null && (/sapi(?:_|%5f)/i.test(query) || containsSecret(query))) return keyInUrl();
     const required = requirement(request.headers.get("x-required-permission"), query);
     if ("problem" in required) return errorResponse(400, "BAD_REQUEST", required.problem);
-    const secret = presented(request);
-    if (typeof secret !== "string") return secret;
-    return after(verify(secret, request.receivedAt), (key) => {
-      if (!key) return refused(request, secret);
-      lastUse?.seen(key.id);
-      trace.key = key;
-      trace.operation = "none"; // no GraphQL operation: not a remembered query either
-      if (!holdsAll(key, required)) {
-        const lacking = required.filter((pair) => !holdsAll(key, [pair])).map(([pair]) => pair);
-        return errorResponse(403, "FORBIDDEN", `This key lacks the permission required: ${lacking.join(", ")}`);
-      }
-      // Only a key with limits or credits is counted: one without costs nothing more.
-      if (!key.rateLimits && !key.creditState) return identity(key);
-      return controlled(limiter, credits, key, Date.now(), () => identity(key));
-    });
+    // A key lacking a permission required is refused before its use is counted.
+    const lacks = (key: VerifiedKey) => {
+      if (holdsAll(key, required)) return undefined;
+      const lacking = required.filter((pair) => !holdsAll(key, [pair])).map(([pair]) => pair);
+      return errorResponse(403, "FORBIDDEN", `This key lacks the permission required: ${lacking.join(", ")}`);
+    };
+    return gate.present(request, identity, trace, lacks);
   };
 
   const answered = (response: ServiceResponse) => {

@@ -18,7 +18,7 @@ import { createOutageTracker } from "./outage.ts";
 import { createAnswerCache } from "./answer-cache.ts";
 import { createGraphQLRoute } from "./route.ts";
 import { startLastUse } from "./last-use.ts";
-import { createAuthenticate, createRefusals, type Refusals } from "./authenticate.ts";
+import { createAuthenticate, createKeyGate, type KeyGate } from "./authenticate.ts";
 import { createForwardAuth, type ForwardAuthParts, isAuthPath } from "./forward-auth.ts";
 import { createUnkeyVerify } from "./unkey-verify.ts";
 import { openapiRoute } from "./openapi.ts";
@@ -40,16 +40,16 @@ interface EndpointParts {
   options: HandlerOptions;
   outage: ReturnType<typeof createOutageTracker>;
   lastUse: ReturnType<typeof startLastUse>;
+  gate: KeyGate;
   onError: (error: unknown) => void;
   failure: (error: unknown) => ServiceResponse;
-  refusals: Refusals;
 }
 
 /**
  * `/graphql`: negotiate, authenticate (`authenticate.ts`: the body is read only once the key is good),
  * answer (remembered or by the GraphQL route), and send it in the media type negotiated, private, with CORS.
  */
-function graphqlEndpoint({ options, outage, lastUse, onError, failure, refusals }: EndpointParts) {
+function graphqlEndpoint({ options, outage, lastUse, gate, onError, failure }: EndpointParts) {
   const { store } = options;
   const answers = createAnswerCache();
   const cors = createCors(options.corsOrigins);
@@ -68,7 +68,7 @@ function graphqlEndpoint({ options, outage, lastUse, onError, failure, refusals 
       });
     });
   };
-  const authenticate = createAuthenticate(options, lastUse, answer, refusals);
+  const authenticate = createAuthenticate(options, gate, answer);
 
   /** A /graphql answer as sent: in the media type negotiated, private, with CORS. */
   const sent = (request: ServiceRequest, response: ServiceResponse, mediaType: GraphQLMediaType | null): ServiceResponse => {
@@ -103,7 +103,9 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
   };
   const outage = createOutageTracker(storeStatus);
   const lastUse = startLastUse(store, options.recordLastUse, storeStatus);
-  const metrics = options.metrics && metricsRoute(store, options.metrics, lastUse && ((id) => lastUse.seen(id)));
+  // One gate for every route that takes a key: the same verification, throttle and usage control.
+  const gate = createKeyGate(options, lastUse);
+  const metrics = options.metrics && metricsRoute(options.metrics, gate);
   const explorer = explorerRoute(options.explorer);
   const site = consoleRoute(options.console);
   const ready = readiness(store);
@@ -114,12 +116,10 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
     onError(error);
     return internal();
   };
-  // One count of failed authentications per client address for /graphql and /auth.
-  const refusals = createRefusals(options);
-  const graphql = graphqlEndpoint({ options, outage, lastUse, onError, failure, refusals });
-  const verifying: ForwardAuthParts | undefined = options.authEndpoint === false ? undefined : { options, refusals, lastUse, worked: () => outage.worked(), failure };
+  const graphql = graphqlEndpoint({ options, outage, lastUse, gate, onError, failure });
+  const verifying: ForwardAuthParts | undefined = options.authEndpoint === false ? undefined : { options, gate, worked: () => outage.worked(), failure };
   const forwardAuth = verifying && createForwardAuth(verifying);
-  const unkeyVerify = verifying && createUnkeyVerify(verifying);
+  const unkeyVerify = verifying && createUnkeyVerify({ ...verifying, lastUse });
 
   /** Routes a request; `trace` collects what the access log and the metrics are told afterwards. */
   const route = (request: ServiceRequest, pathname: string | null, trace: Trace): MaybePromise<AnyResponse> => {
@@ -135,7 +135,7 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
       if (verifying && pathname === "/openapi.json") return openapiRoute(request);
       if (pathname === "/healthz") return healthz(request);
       if (pathname === "/readyz") return ready(request).catch(failure);
-      if (pathname === "/metrics" && metrics) return metrics(request).catch(failure);
+      if (pathname === "/metrics" && metrics) return after(metrics(request), (response) => response, failure);
       return errorResponse(404, "NOT_FOUND", "Not found: the GraphQL endpoint is POST /graphql");
     } catch (error) {
       return failure(error);

@@ -3,10 +3,11 @@
  * time) and `/metrics` (the Prometheus exposition, for allowed addresses or a key holding INFO:READ_ANY).
  */
 import { can } from "../core/policy.ts";
-import { isWellFormedSecret } from "../core/secret.ts";
+import type { MaybePromise } from "../core/maybe-promise.ts";
 import type { KeyStore } from "../store/key-store.ts";
+import type { KeyGate } from "./authenticate.ts";
 import { credential } from "./request.ts";
-import { errorResponse, JSON_TYPE, KEY_REFUSED, unauthenticated } from "./responses.ts";
+import { errorResponse, JSON_TYPE } from "./responses.ts";
 import type { MetricsEndpoint, ServiceRequest, ServiceResponse } from "./types.ts";
 
 /** How long `/readyz` waits for the store before answering 503. */
@@ -88,28 +89,25 @@ export function addressMatcher(allow: readonly string[]): (address: string | und
 }
 
 /**
- * `/metrics`: the exposition for allowed addresses, else for a key holding INFO:READ_ANY: from another
- * address 403 without a key or with a key lacking it, 401 with a key that is not valid.
+ * `/metrics`: the exposition for allowed addresses, else for a key holding INFO:READ_ANY, admitted by the
+ * gate every route that takes a key goes through (its credits and rate limits spent like on /graphql):
+ * from another address 403 without a key or with a key lacking it, 401 with a key that is not valid.
  */
-export function metricsRoute(store: KeyStore, endpoint: MetricsEndpoint, authenticated?: (id: string) => void) {
+export function metricsRoute(endpoint: MetricsEndpoint, gate: Pick<KeyGate, "admit">) {
   const allowed = addressMatcher(endpoint.allow);
-  return async (request: ServiceRequest): Promise<ServiceResponse> => {
-    const wrong = onlyGet(request, "/metrics");
-    if (wrong) return wrong;
-    if (!allowed(request.remoteAddress)) {
-      const found = credential(request.headers);
-      if ("problem" in found) {
-        return errorResponse(403, "FORBIDDEN", "/metrics is readable without a key only from the addresses in --metrics-allow; elsewhere send a key with INFO:READ_ANY");
-      }
-      const key = isWellFormedSecret(found.secret) ? await store.verify(found.secret) : null;
-      if (!key) {
-        const { reason } = await store.refusal(found.secret);
-        return unauthenticated(KEY_REFUSED[reason], reason);
-      }
-      authenticated?.(key.id); // its last use
-      if (!can(key, "INFO", "READ_ANY")) return errorResponse(403, "FORBIDDEN", "Reading /metrics needs a key with INFO:READ_ANY");
-    }
+  const exposition = async (request: ServiceRequest): Promise<ServiceResponse> => {
     const { contentType, body } = await endpoint.render();
     return { status: 200, headers: { "content-type": contentType, "cache-control": "no-store" }, body: request.method === "HEAD" ? null : body };
+  };
+  return (request: ServiceRequest): MaybePromise<ServiceResponse> => {
+    const wrong = onlyGet(request, "/metrics");
+    if (wrong) return wrong;
+    if (allowed(request.remoteAddress)) return exposition(request);
+    const found = credential(request.headers);
+    if ("problem" in found) {
+      return errorResponse(403, "FORBIDDEN", "/metrics is readable without a key only from the addresses in --metrics-allow; elsewhere send a key with INFO:READ_ANY");
+    }
+    return gate.admit(request, found.secret, (key) =>
+      can(key, "INFO", "READ_ANY") ? exposition(request) : errorResponse(403, "FORBIDDEN", "Reading /metrics needs a key with INFO:READ_ANY"));
   };
 }

@@ -1,15 +1,13 @@
 /**
- * Keys' rate limits on /graphql: the count of a verified key's request (only a key with limits; one
- * without costs nothing), the 429 when a limit is full, and the IETF headers
- * (draft-ietf-httpapi-ratelimit-headers) on every other answer to such a key: `RateLimit-Policy` lists
- * each limit (`10;w=1, 1000;w=3600`), `RateLimit` tells the one with least room left
- * (`limit=10, remaining=9, reset=1`). The headers are added to the answer once it is produced, so a
+ * Keys' rate limits on the routes that authenticate a key (counted by the one decision `credits.ts` answers):
+ * the 429 when a limit is full, and the IETF headers (draft-ietf-httpapi-ratelimit-headers) on every other
+ * answer to such a key: `RateLimit-Policy` lists each limit (`10;w=1, 1000;w=3600`), `RateLimit` tells the
+ * one with least room left (`limit=10, remaining=9, reset=1`). The headers are added to the answer once it is produced, so a
  * remembered answer (answer-cache.ts) is counted like any other and never carries another request's.
  */
-import { after, type MaybePromise } from "../core/maybe-promise.ts";
 import type { RateLimit } from "../core/rate-limits.ts";
 import { formatWindow } from "../core/rate-limits.ts";
-import type { RateLimiter, RateVerdict } from "../store/rate-limiter.ts";
+import type { RateVerdict } from "../store/rate-limiter.ts";
 import { amended, errorResponse } from "./responses.ts";
 import type { ServiceResponse } from "./types.ts";
 
@@ -50,21 +48,4 @@ export function rateLimited(limits: readonly RateLimit[], verdict: RateVerdict):
     `Rate limit exceeded: this key allows ${verdict.limit} requests per ${formatWindow(verdict.windowMs)}; retry in ${retry} s`,
     { "retry-after": String(retry), ...rateHeaders(limits, verdict) },
   );
-}
-
-/**
- * `answer()` for a key with `limits` once the limiter allows it, with the headers added to a copy of
- * the answer (see `withRateHeaders`); else the 429, without calling `answer`.
- */
-export function limited(
-  limiter: RateLimiter,
-  key: { id: string; rateLimits?: RateLimit[] },
-  now: number,
-  answer: () => MaybePromise<ServiceResponse>,
-): MaybePromise<ServiceResponse> {
-  const limits = key.rateLimits!;
-  return after(limiter.hit(key.id, limits, now), (verdict) => {
-    if (!verdict.allowed) return rateLimited(limits, verdict);
-    return after(answer(), (response) => withRateHeaders(response, limits, verdict));
-  });
 }

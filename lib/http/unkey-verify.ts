@@ -13,10 +13,9 @@ import type { KeyVerification } from "../core/model.ts";
 import { can, effectivePermissions } from "../core/policy.ts";
 import { permissionPairs } from "../core/model.ts";
 import { lackedPair, parsePermissionQuery, type PermissionQuery, satisfies } from "../core/permission-query.ts";
-import { usageCounters } from "../store/_credits.ts";
+import type { UseRecorder } from "../store/last-use.ts";
 import type { VerifiedKey } from "../store/types.ts";
 import type { ForwardAuthParts } from "./forward-auth.ts";
-import { controlled } from "./credits.ts";
 import { isObject } from "./request.ts";
 import { JSON_TYPE } from "./responses.ts";
 import type { ServiceRequest, ServiceResponse, Trace } from "./types.ts";
@@ -40,6 +39,8 @@ function unkeyError(status: number, detail: string, headers: Record<string, stri
   const error = { title, detail, status, type: `https://unkey.com/docs/errors/unkey/${type}` };
   return { status, headers: { ...headers, "content-type": contentType, "cache-control": "no-store" }, body: JSON.stringify({ meta: { requestId: requestId() }, error }) };
 }
+/** True for one of the service's own error answers (`{"errors":[…]}`), not yet in Unkey's shape. */
+const isOurError = (response: ServiceResponse) => response.status >= 400 && typeof response.body === "string" && response.body.startsWith('{"errors":');
 /** One of the service's own error answers (a refusal, a 429, a 503) in Unkey's shape, its headers kept. */
 function asUnkey(response: ServiceResponse): ServiceResponse {
   let detail = "Request failed";
@@ -98,10 +99,9 @@ function unkeyData(v: KeyVerification, key: VerifiedKey | null, checked: boolean
 }
 
 /** The `/v2/keys.verifyKey` route (see the top of this file). */
-export function createUnkeyVerify({ options, refusals, lastUse, worked, failure }: ForwardAuthParts) {
+export function createUnkeyVerify({ options, gate, lastUse, worked, failure }: ForwardAuthParts & { lastUse: UseRecorder | undefined }) {
   const { store } = options;
-  const { rateLimiter: limiter, creditCounter: credits } = usageCounters(store);
-  const { verify, presented, refused } = refusals;
+  const { verify } = gate;
   const seen = lastUse ? (id: string) => lastUse.seen(id) : () => {};
 
   /** The verification of `body` for an authorized caller. */
@@ -118,27 +118,20 @@ export function createUnkeyVerify({ options, refusals, lastUse, worked, failure 
   };
 
   /** An authorized caller's request: its body read (bounded), then verified. */
-  const answer = (request: ServiceRequest, caller: VerifiedKey): MaybePromise<ServiceResponse> => {
-    if (!can(caller, "API_KEY", "READ_ANY")) return unkeyError(403, "Verifying keys needs a key with API_KEY:READ_ANY");
-    return after(request.body(), (text) => (text === null ? unkeyError(413, "The body is larger than the limit") : verified(text)));
-  };
+  const answer = (request: ServiceRequest): MaybePromise<ServiceResponse> =>
+    after(request.body(), (text) => (text === null ? unkeyError(413, "The body is larger than the limit") : verified(text)));
+  /** A caller that may not verify keys is refused before its own use is counted. */
+  const mayNot = (caller: VerifiedKey) => (can(caller, "API_KEY", "READ_ANY") ? undefined : unkeyError(403, "Verifying keys needs a key with API_KEY:READ_ANY"));
 
   const check = (request: ServiceRequest, trace: Trace): MaybePromise<ServiceResponse> => {
+    trace.operation = "none";
     if (request.method !== "POST") return unkeyError(405, "Use POST on /v2/keys.verifyKey", { allow: "POST" });
-    const secret = presented(request);
-    if (typeof secret !== "string") return after(secret, asUnkey);
-    return after(verify(secret, request.receivedAt), (caller) => {
-      if (!caller) return after(refused(request, secret), asUnkey);
-      seen(caller.id);
-      trace.key = caller;
-      trace.operation = "none";
-      if (!caller.rateLimits && !caller.creditState) return answer(request, caller);
-      return after(controlled(limiter, credits, caller, Date.now(), () => answer(request, caller)), (r) => (r.status === 429 ? asUnkey(r) : r));
-    });
+    return gate.present(request, () => answer(request), trace, mayNot);
   };
 
   return (request: ServiceRequest, trace: Trace): MaybePromise<ServiceResponse> => {
-    const done = (response: ServiceResponse) => (response.status !== 503 && worked(), response);
+    // The gate's own refusals (401, 429) are the service's shape: Unkey's clients read theirs.
+    const done = (response: ServiceResponse) => (response.status !== 503 && worked(), isOurError(response) ? asUnkey(response) : response);
     try {
       return after(check(request, trace), done, (error) => asUnkey(failure(error)));
     } catch (error) {

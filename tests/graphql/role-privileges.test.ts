@@ -145,6 +145,53 @@ describe("a key that may update only itself", () => {
   });
 });
 
+describe("a key with credits and rate limits", () => {
+  const UPDATE = "mutation ($input: UpdateApiKeyInput!) { apiKey { update(input: $input) { credits { remaining } rateLimits { limit durationMs } } } }";
+  const ROTATE = "mutation ($id: PrefixedID!) { apiKey { rotate(id: $id) { key } } }";
+  const HOUR = 3_600_000;
+  /** The FORBIDDEN message of a refused mutation at `path`. */
+  const refusal = (answer: { status: number; body: any }, path: string[]) => {
+    expectForbidden(answer, path);
+    return answer.body.errors[0].message as string;
+  };
+
+  it("that may update itself cannot lift its own credits or limits, but may lower them and rotate itself", async () => {
+    const metered = await create("metered self", "--permissions", "API_KEY:UPDATE_OWN,API_KEY:READ_OWN", "--credits", "10", "--rate-limit", "8/1h");
+    const update = (who: Key, input: Record<string, unknown>) => as(who, UPDATE, { input: { id: metered.id, ...input } });
+    const lifted = refusal(await update(metered, { credits: { remaining: 1_000_000_000 }, rateLimits: [] }), ["apiKey", "update"]);
+    expect(lifted).toMatch(/at most the 9 this key has left/);
+    expect(lifted).toMatch(/as strict as this key's 8\/1h/);
+    refusal(await update(metered, { rateLimits: [{ limit: 8, durationMs: 60_000 }] }), ["apiKey", "update"]); // the same count, a shorter window
+    refusal(await update(metered, { credits: { remaining: 5, refill: { amount: 5, interval: "day" } } }), ["apiKey", "update"]); // a refill it has not
+    // Rotating itself gives it nothing more: its secret changes, its counts stay.
+    const rotated = await as(metered, ROTATE, { id: metered.id });
+    expect(rotated.body.errors).toBeUndefined();
+    const renewed = { ...metered, key: rotated.body.data.apiKey.rotate.key };
+    const lowered = await update(renewed, { credits: { remaining: 5 }, rateLimits: [{ limit: 4, durationMs: 2 * HOUR }] });
+    expect(lowered.body.errors).toBeUndefined();
+    expect(lowered.body.data.apiKey.update).toEqual({ credits: { remaining: 5 }, rateLimits: [{ limit: 4, durationMs: 2 * HOUR }] });
+  });
+
+  it("that may create and update keys gives none more use than it has: created, updated or rotated", async () => {
+    const grants = ["--permissions", "API_KEY:CREATE_ANY,API_KEY:UPDATE_ANY"];
+    const [metered, plain] = await Promise.all([create("metered maker", ...grants, "--credits", "10", "--rate-limit", "8/1h"), create("plain maker", ...grants)]);
+    const input = { name: "made by metered", permissions: [{ resource: "API_KEY", actions: ["CREATE_ANY"] }] };
+    expect(refusal(await mint(metered, input), ["apiKey", "create"])).toMatch(/the key needs credits, at most the 9 this key has left; a rate limit/);
+    refusal(await mint(metered, { ...input, credits: { remaining: 1000 }, rateLimits: [{ limit: 8, durationMs: HOUR }] }), ["apiKey", "create"]);
+    const made = await as(metered, "mutation ($input: CreateApiKeyInput!) { apiKey { create(input: $input) { id credits { remaining } rateLimits { limit durationMs } } } }", {
+      input: { ...input, credits: { remaining: 5 }, rateLimits: [{ limit: 2, durationMs: HOUR }] },
+    });
+    expect(made.body.errors).toBeUndefined();
+    expect(made.body.data.apiKey.create).toMatchObject({ credits: { remaining: 5 }, rateLimits: [{ limit: 2, durationMs: HOUR }] });
+    const id = made.body.data.apiKey.create.id;
+    refusal(await as(metered, UPDATE, { input: { id, credits: null } }), ["apiKey", "update"]);
+    refusal(await as(metered, UPDATE, { input: { id, rateLimits: [] } }), ["apiKey", "update"]);
+    refusal(await as(metered, ROTATE, { id: plain.id }), ["apiKey", "rotate"]); // a new secret of an unmetered key
+    // An unmetered key with the same permissions may do all of that.
+    expect((await as(plain, UPDATE, { input: { id, credits: null, rateLimits: [] } })).body.errors).toBeUndefined();
+  });
+});
+
 describe("GUEST", () => {
   const QUERIES: Record<string, string> = {
     apiKeys: "{ apiKeys { id } }",

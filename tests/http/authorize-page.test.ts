@@ -197,6 +197,26 @@ describe("authorize in a browser", () => {
     await page.close();
   });
 
+  it("a key signed in here that lacks API_KEY:READ_ANY is told so at /console in the same tab, and not kept", async () => {
+    const { key: guest } = await store.create({ name: "visitor", roles: ["GUEST"], permissions: [] });
+    const page = await newPage();
+    await page.goto(request({ scopes: "docker:read_any" }));
+    await signIn(page, guest);
+    await expect.poll(() => page.getByRole("alert").innerText()).toMatch(/lacks API_KEY:CREATE_ANY/);
+    // The same tab, so the same sessionStorage: the console checks the key it finds as it checks one pasted.
+    await page.goto(`${server.url}/console`);
+    await expect.poll(() => page.getByRole("alert").innerText()).toMatch(/The key visitor lacks the permission API_KEY:READ_ANY/);
+    expect(await page.getByLabel("API key").isVisible()).toBe(true);
+    expect(await page.getByText("Signed in as").count()).toBe(0);
+    expect(await page.getByRole("button", { name: "Sign out" }).count()).toBe(0);
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+    // Reloaded, it stays signed out.
+    await page.reload();
+    await expect.poll(() => page.getByLabel("API key").isVisible()).toBe(true);
+    expect(await page.getByText("Signed in as").count()).toBe(0);
+    await page.close();
+  });
+
   it("cannot be framed by another page", async () => {
     const framer = createServer((_, res) => {
       res.writeHead(200, { "content-type": "text/html" }).end(`<iframe src="${request()}"></iframe>`);

@@ -135,6 +135,44 @@ describe("/metrics", () => {
     await store.close();
   });
 
+  it("a key's scrapes from outside the allow-list spend its credits and count against its rate limits, like its /graphql requests", async () => {
+    const store = createKeyStore();
+    const info = [{ resource: "INFO" as const, actions: ["READ_ANY" as const] }];
+    const capped = await store.create({ name: "capped", roles: [], permissions: info, credits: { remaining: 2 } });
+    const limited = await store.create({ name: "limited", roles: [], permissions: info, rateLimits: [{ limit: 2, durationMs: 3_600_000 }] });
+    const metrics = createMetrics({ store, processMetrics: false });
+    const handler = createHandler({ store, observer: metrics, metrics });
+    const remote = { remoteAddr: { hostname: "192.0.2.7" } };
+    const scrape = (secret: string) => handler(new Request("http://x/metrics", { headers: { authorization: `Bearer ${secret}` } }), remote);
+    const query = (secret: string) =>
+      handler(new Request("http://x/graphql", {
+        method: "POST",
+        headers: { authorization: `Bearer ${secret}`, "content-type": "application/json" },
+        body: JSON.stringify({ query: "{ me { name } }" }),
+      }), remote);
+    const code = async (response: Response) => (await response.json()).errors[0].extensions.code;
+
+    // One budget for both routes: a request and a scrape spend the 2 credits, then both are refused.
+    expect((await query(capped.key)).status).toBe(200);
+    expect((await scrape(capped.key)).status).toBe(200);
+    const spent = await scrape(capped.key);
+    expect(spent.status).toBe(429);
+    expect(await code(spent)).toBe("USAGE_EXCEEDED");
+    expect((await query(capped.key)).status).toBe(429);
+
+    const first = await scrape(limited.key);
+    expect(first.status).toBe(200);
+    expect(first.headers.get("ratelimit-policy")).toBe("2;w=3600");
+    expect(first.headers.get("ratelimit")).toMatch(/^limit=2, remaining=1, reset=\d+$/);
+    expect((await query(limited.key)).status).toBe(200);
+    const refused = await scrape(limited.key);
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect(refused.headers.get("ratelimit")).toMatch(/^limit=2, remaining=0, reset=\d+$/);
+    expect(await code(refused)).toBe("RATE_LIMITED");
+    await store.close();
+  });
+
   it("the allow-list matches exact addresses, IPv4-mapped ones and IPv4 CIDR blocks, and refuses typos", async () => {
     const allowed = addressMatcher(["127.0.0.1", "::1", "10.1.0.0/16"]);
     expect(["127.0.0.1", "::ffff:127.0.0.1", "::1", "10.1.200.3"].map(allowed)).toEqual([true, true, true, true]);
