@@ -160,11 +160,11 @@ export async function seed(dir, n, prefix = "seed", roles = ["VIEWER"]) {
  * { rps, p99 (ms), requests, cpuUs (server CPU µs per request, when `pid` is given) }. Throws on any
  * non-2xx answer or error.
  */
-export async function load({ url, headers, body, connections, duration, pid }) {
+export async function load({ url, method = "POST", headers, body, connections, duration, pid }) {
   const [file, argv] = pinned(LOAD_CPU, [join(ROOT, "bench/load.mjs")]);
   const child = spawn(file, argv, { stdio: ["pipe", "pipe", "inherit"] });
   children.add(child);
-  child.stdin.end(JSON.stringify({ url, method: "POST", headers, body, connections, duration, pid }));
+  child.stdin.end(JSON.stringify({ url, method, headers, body, connections, duration, pid }));
   let out = "";
   child.stdout.on("data", (d) => (out += d));
   const code = await new Promise((r) => child.once("exit", r));

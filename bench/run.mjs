@@ -93,6 +93,8 @@ const QUERIES = {
   info: "{ me { id name } info { hostname } }",
 };
 const body = (q) => JSON.stringify({ query: QUERIES[q] });
+/** /auth as a reverse proxy asks it (nginx's auth_request, Caddy's forward_auth): a GET with the key and the permission required. */
+const AUTH = { path: "/auth", headers: (secret) => ({ authorization: `Bearer ${secret}`, "x-required-permission": "DOCKER:READ_ANY" }) };
 const auth = (secret) => ({ "content-type": "application/json", authorization: `Bearer ${secret}` });
 
 /** Fails loudly unless both servers answer both queries with the same status and the same JSON. */
@@ -104,6 +106,12 @@ async function sameAnswers(a, b, secret) {
       throw new Error(`the servers answer \`${QUERIES[q]}\` differently:\n  ${x.status} ${x.text}\n  ${y.status} ${y.text}`);
     }
   }
+}
+
+/** Fails loudly unless /auth lets the bench's key through with its identity: a run of 401s would measure nothing. */
+async function authAnswers(server) {
+  const response = await fetch(server.url + AUTH.path, { headers: AUTH.headers(server.secret) });
+  if (response.status !== 200 || !response.headers.get("x-api-key-id")) throw new Error(`/auth answers ${response.status}: ${await response.text()}`);
 }
 
 async function service() {
@@ -119,13 +127,16 @@ async function service() {
   const servers = {
     service: { start: () => startService(small, { env: { LOG_LEVEL: "" } }), secret: key.key },
     mercurius: { start: () => startMercurius([key], join(work, "mercurius-keys.json")), secret: key.key },
-    bare: { start: startBare, secret: key.key },
+    // Also asked the /auth request: a constant answer to it is the floor /auth is held to.
+    bare: { start: startBare, secret: key.key, extra: ["auth"] },
     warn: { start: () => startService(small, { env: { LOG_LEVEL: "warn" } }), secret: key.key },
     // Last-use recording is on by default: the same service with it off, to price it.
     nouse: { start: () => startService(small, { env: { LOG_LEVEL: "", SERVICE_API_LAST_USE: "off" } }), secret: key.key },
     big: { start: () => startService(big, { env: { LOG_LEVEL: "" } }), secret: bigKey.key, only: "me" },
     // The same server, asked with the key that has a rate limit and credits.
     controls: { start: () => startService(small, { env: { LOG_LEVEL: "" } }), secret: controlled.key, only: "me" },
+    // The same server as shipped, asked /auth (forward authentication) instead of /graphql.
+    auth: { start: () => startService(small, { env: { LOG_LEVEL: "" } }), secret: key.key, only: "auth" },
   };
   const running = async (names, use) => {
     const started = await Promise.all(names.map((name) => servers[name].start()));
@@ -142,7 +153,9 @@ async function service() {
   });
 
   const loadOn = (s, q, duration) =>
-    load({ url: `${s.url}/graphql`, headers: auth(s.secret), body: body(q), connections: P.connections, duration, pid: s.pid });
+    q === "auth"
+      ? load({ url: s.url + AUTH.path, method: "GET", headers: AUTH.headers(s.secret), connections: P.connections, duration, pid: s.pid })
+      : load({ url: `${s.url}/graphql`, headers: auth(s.secret), body: body(q), connections: P.connections, duration, pid: s.pid });
   const r = {};
   const names = Object.keys(servers);
   for (let round = 0; round < P.serviceRounds; round++) {
@@ -153,7 +166,8 @@ async function service() {
     const order = names.map((_, i) => names[(i + round) % names.length]);
     for (const name of order) {
       await running([name], async ({ [name]: server }) => {
-        const queries = Object.keys(QUERIES).filter((q) => !server.only || server.only === q);
+        const queries = server.only ? [server.only] : [...Object.keys(QUERIES), ...(server.extra ?? [])];
+        if (name === "auth") await authAnswers(server);
         // Warm-up on every query it will get (JIT, caches, graphql-jit's compilation), then the rounds.
         for (const q of queries) await loadOn(server, q, 1);
         for (const q of queries) ((r[q] ??= {})[name] ??= []).push(await loadOn(server, q, P.duration));
@@ -188,6 +202,8 @@ async function service() {
   report(`a key with a rate limit and credits vs one without, ${label("me")}, files store (server CPU per request)`, cpu("me", "controls"), cpu("me", "service"),
     ratio("me", "controls", "service", "cpuUs"), "<=1.10", `req/s ${ratio("me", "controls", "service", "rps").toFixed(2)}x; memory stores count in the same in-process counters`);
   await memoryControls(loadOn);
+  report("/auth with a permission check vs bare node:http answering a constant (req/s)", rps("auth", "auth"), rps("auth", "bare"), ratio("auth", "auth", "bare", "rps"), ">=0.8",
+    `CPU per request ${median(of("auth", "auth", "cpuUs")).toFixed(1)} vs ${median(of("auth", "bare", "cpuUs")).toFixed(1)} µs; both asked the same GET, access log on`);
   report(`service with ${P.big} keys vs 10 keys (req/s)`, rps("me", "big"), rps("me", "service"), ratio("me", "big", "service", "rps"), ">=0.83",
     `CPU per request ${ratio("me", "big", "service", "cpuUs").toFixed(2)}x`);
 

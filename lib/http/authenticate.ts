@@ -1,5 +1,5 @@
 /**
- * Authentication by API key, the same on every route that takes one (/graphql, /metrics): the key's
+ * Authentication by API key, the same on every route that takes one (/graphql, /metrics, /auth, /v2/keys.verifyKey): the key's
  * checksum checked, the key verified against the store, noted for its last use, then its usage controlled
  * (`credits.ts`: rate limits, then one credit, the same 429s and RateLimit headers on every route). A
  * refusal is a 401 told to the observer, or a 429 past the failed-authentication throttle
@@ -46,19 +46,27 @@ export function createKeyGate(options: HandlerOptions, lastUse: UseRecorder | un
 
   /**
    * `secret` (as the request sent it) verified and its use controlled, then `admitted`; else the 401 or the
-   * 429. `trace` (the access log's) is told the key once verified, so a refused use names it too.
+   * 429. `trace` (the access log's) is told the key once verified, so a refused use names it too. `refuses`,
+   * when given, may refuse the verified key before its use is counted (a permission it lacks: a 403 that
+   * costs it no rate limit nor credit, as verifyApiKey's INSUFFICIENT_PERMISSIONS).
    */
-  const admit = (request: ServiceRequest, secret: string, admitted: Admitted, trace?: Trace): MaybePromise<ServiceResponse> => {
+  const admit = (request: ServiceRequest, secret: string, admitted: Admitted, trace?: Trace, refuses?: (key: VerifiedKey) => ServiceResponse | undefined): MaybePromise<ServiceResponse> => {
     // The checksum catches mistyped and made-up keys without touching the store.
     if (!isWellFormedSecret(secret)) return refuse(request, "malformed", "Malformed API key: it should start with 'sapi_' and be copied completely");
     return after(verify(secret, request.receivedAt), (key) => {
       if (!key) return refused(request, secret); // only now, for the message: a second read, never a write
       lastUse?.seen(key.id); // remembered answers and refused uses included: the key authenticated this request
       if (trace) trace.key = key;
-      return controlled(limiter, credits, key, Date.now(), () => admitted(key, secret));
+      return refuses?.(key) ?? controlled(limiter, credits, key, Date.now(), () => admitted(key, secret));
     });
   };
-  return { admit, refuse, refused, verify };
+  /** `admit` for the key the request's headers carry (`Authorization: Bearer`, else `X-API-Key`), or the 401 saying what is wrong. */
+  const present = (request: ServiceRequest, admitted: Admitted, trace?: Trace, refuses?: (key: VerifiedKey) => ServiceResponse | undefined): MaybePromise<ServiceResponse> => {
+    const found = credential(request.headers);
+    if ("problem" in found) return refuse(request, found.problem.startsWith("Missing") ? "missing" : "malformed", found.problem);
+    return admit(request, found.secret, admitted, trace, refuses);
+  };
+  return { admit, present, refuse, refused, verify };
 }
 
 export type KeyGate = ReturnType<typeof createKeyGate>;
@@ -77,9 +85,7 @@ export function createAuthenticate(options: HandlerOptions, gate: KeyGate, answe
       return errorResponse(405, "METHOD_NOT_ALLOWED", "Use POST (or GET for queries) on /graphql", { allow: "GET, POST" });
     }
     if (Number(request.headers.get("content-length") ?? 0) > limit) return tooLarge(limit);
-    const found = credential(request.headers);
-    if ("problem" in found) return gate.refuse(request, found.problem.startsWith("Missing") ? "missing" : "malformed", found.problem);
-    return gate.admit(request, found.secret, (key, secret) => proceed(request, secret, key, mediaType, trace), trace);
+    return gate.present(request, (key, secret) => proceed(request, secret, key, mediaType, trace), trace);
   };
 
   /** A verified key's request: its body read, the key checked again if that came later, then answered. */

@@ -10,15 +10,17 @@ import type { CreditCounter } from "../store/credit-counter.ts";
 import type { RateLimiter } from "../store/rate-limiter.ts";
 import type { VerifiedKey } from "../store/types.ts";
 import { decideUse } from "../store/_controls.ts";
-import { rateLimited, withRateHeaders } from "./rate-limit.ts";
+import { nextPeriod, periodStart } from "../core/credits.ts";
+import { rateLimited, retrySeconds, withRateHeaders } from "./rate-limit.ts";
 import { errorResponse } from "./responses.ts";
 import type { ServiceResponse } from "./types.ts";
 
-/** 429: the key has used all its credits. */
-export const usageExceeded = (key: VerifiedKey): ServiceResponse => {
+/** 429: the key has used all its credits; with a refill, `Retry-After` says when it comes. */
+export const usageExceeded = (key: VerifiedKey, now = Date.now()): ServiceResponse => {
   const refill = key.creditState?.refill;
   const until = refill ? `until its refill (${refill.amount} at the start of each UTC ${refill.interval})` : "until an update gives it more";
-  return errorResponse(429, "USAGE_EXCEEDED", `Usage exceeded: this key has no credits left ${until}`);
+  const retry = refill && { "retry-after": String(retrySeconds(nextPeriod(refill.interval, periodStart(refill.interval, now)) - now)) };
+  return errorResponse(429, "USAGE_EXCEEDED", `Usage exceeded: this key has no credits left ${until}`, retry || {});
 };
 
 /** `answer()` once `key`'s rate limits (if any) and credits (if any) allow the request, else the 429. */
@@ -31,7 +33,7 @@ export function controlled(
 ): MaybePromise<ServiceResponse> {
   return after(decideUse(limiter, counter, key, now), ({ code, rate }) => {
     if (code === "RATE_LIMITED") return rateLimited(key.rateLimits!, rate!);
-    const answered = code === "VALID" ? answer() : usageExceeded(key);
+    const answered = code === "VALID" ? answer() : usageExceeded(key, now);
     return rate ? after(answered, (response) => withRateHeaders(response, key.rateLimits!, rate)) : answered;
   });
 }

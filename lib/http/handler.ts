@@ -1,6 +1,6 @@
 /**
- * The service's runtime-neutral handler: route (`/graphql`, the explorer, `/healthz`, `/readyz`,
- * `/metrics`), authenticate by API key (`authenticate.ts`), answer (remembered, `answer-cache.ts`, or
+ * The service's runtime-neutral handler: route (`/graphql`, `/auth` for reverse proxies (`forward-auth.ts`),
+ * the explorer, `/healthz`, `/readyz`, `/metrics`), authenticate by API key (`authenticate.ts`), answer (remembered, `answer-cache.ts`, or
  * by the GraphQL route, `route.ts`), observe (the access log and the metrics). Adapters: `fetch.ts` (fetch runtimes, Deno) and
  * `node.ts` (node:http); `serve.ts` listens.
  *
@@ -19,6 +19,9 @@ import { createAnswerCache } from "./answer-cache.ts";
 import { createGraphQLRoute } from "./route.ts";
 import { startLastUse } from "./last-use.ts";
 import { createAuthenticate, createKeyGate, type KeyGate } from "./authenticate.ts";
+import { createForwardAuth, type ForwardAuthParts, isAuthPath } from "./forward-auth.ts";
+import { createUnkeyVerify } from "./unkey-verify.ts";
+import { openapiRoute } from "./openapi.ts";
 import { createErrorFormatter, errorResponse, inMediaType, internal, isStoreDown, notAcceptable, PRIVATE_HEADERS, privately, storeDown } from "./responses.ts";
 import { type GraphQLMediaType, negotiate } from "./negotiate.ts";
 import { createCors } from "./cors.ts";
@@ -114,6 +117,9 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
     return internal();
   };
   const graphql = graphqlEndpoint({ options, outage, lastUse, gate, onError, failure });
+  const verifying: ForwardAuthParts | undefined = options.authEndpoint === false ? undefined : { options, gate, worked: () => outage.worked(), failure };
+  const forwardAuth = verifying && createForwardAuth(verifying);
+  const unkeyVerify = verifying && createUnkeyVerify({ ...verifying, lastUse });
 
   /** Routes a request; `trace` collects what the access log and the metrics are told afterwards. */
   const route = (request: ServiceRequest, pathname: string | null, trace: Trace): MaybePromise<AnyResponse> => {
@@ -124,6 +130,9 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
       const page = explorer?.(request, pathname) ?? site?.(request, pathname);
       if (page) return page.catch(failure);
       if (pathname === "/graphql") return graphql(request, trace);
+      if (forwardAuth && isAuthPath(pathname)) return forwardAuth(request, trace);
+      if (unkeyVerify && pathname === "/v2/keys.verifyKey") return unkeyVerify(request, trace);
+      if (verifying && pathname === "/openapi.json") return openapiRoute(request);
       if (pathname === "/healthz") return healthz(request);
       if (pathname === "/readyz") return ready(request).catch(failure);
       if (pathname === "/metrics" && metrics) return after(metrics(request), (response) => response, failure);
@@ -146,7 +155,7 @@ function observed(route: (request: ServiceRequest, pathname: string | null, trac
     const pathname = pathOf(request.url);
     const trace: Trace = {};
     return after(route(request, pathname, trace), (response) => {
-      if (response.status === 503 && pathname === "/graphql") observer.storeError();
+      if (response.status === 503 && pathname !== null && (pathname === "/graphql" || pathname === "/v2/keys.verifyKey" || isAuthPath(pathname))) observer.storeError();
       // A remembered answer skipped execution, and only a query's is remembered.
       const operation = trace.operation ?? (trace.key && !trace.computed ? "query" : "none");
       const path = pathname ?? "(invalid target)";

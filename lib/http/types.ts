@@ -23,6 +23,11 @@ export interface HandlerOptions {
   storeStatus?: StoreStatusLog;
   /** Serve the explorer (GraphiQL) to browsers at `GET /graphql` (default true); false: JSON answers only. */
   explorer?: boolean;
+  /**
+   * Answer reverse proxies' forward-authentication requests at `/auth` (`forward-auth.ts`) and Unkey's
+   * `POST /v2/keys.verifyKey` (`unkey-verify.ts`); default true.
+   */
+  authEndpoint?: boolean;
   /** Serve the web console at `GET /console` and the consent page at `GET /authorize` (default true). */
   console?: boolean;
   /**

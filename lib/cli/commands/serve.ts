@@ -19,6 +19,8 @@ export interface ServeFlags {
   explorer?: boolean;
   /** False with `--no-console`: no web console at /console, no consent page at /authorize. */
   console?: boolean;
+  /** False with `--no-auth-endpoint`: no /auth for reverse proxies, no /v2/keys.verifyKey. */
+  authEndpoint?: boolean;
   corsOrigin?: string;
   metricsAllow?: string;
   /** False with `--no-last-use`: this server does not record when keys were last used. */
@@ -151,6 +153,7 @@ export async function runServe(
       port,
       explorer: flags.explorer !== false,
       console: flags.console !== false,
+      authEndpoint: flags.authEndpoint !== false,
       corsOrigins,
       observer: observers(log, metrics),
       metrics,
@@ -187,6 +190,7 @@ export const command: CommandDef<ServeFlags> = {
     { flag: "--port <port>", help: "Port, 0 for any free one (env PORT, default 3001)", numeric: true },
     { flag: "--no-explorer", help: "Do not serve the explorer (GraphiQL) to browsers at GET /graphql" },
     { flag: "--no-console", help: "Do not serve the web console at GET /console nor the consent page at GET /authorize" },
+    { flag: "--no-auth-endpoint", help: "Do not answer reverse proxies' forward-authentication requests at /auth, nor Unkey's POST /v2/keys.verifyKey (see docs/gateways.md)" },
     {
       flag: "--cors-origin <origins>",
       help: "Browser origins allowed to call /graphql, comma-separated scheme://host[:port], or * (env SERVICE_API_CORS_ORIGINS, default none)",
