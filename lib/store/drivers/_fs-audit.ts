@@ -130,14 +130,14 @@ export function createFsAuditLog({ dir, trust, files, durable, debug }: FsAuditC
       const checked = auditEventOf(event);
       if (!checked) throw new TypeError("Not an audit event");
       const line = Buffer.from(`${JSON.stringify(checked)}\n`, "utf8");
-      trust.directory(dir, true);
+      await trust.directory(dir, true);
       await keepReserve(reserve); // one lstat while it is there
       const appended = await appendLine(log, reserve, line);
       if (appended.size > maxBytes) await rotateLog(rotation, appended);
     },
 
     async read(query = {}) {
-      if (!trust.directory(dir, false)) return [];
+      if (!(await trust.directory(dir, false))) return [];
       const open = (file: string) => checks.openChecked(file, READ_FLAGS, false);
       return readTrail({ dir, path, files, maxReadBytes, debug, close: checks.close, open }, query);
     },

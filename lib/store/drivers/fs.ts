@@ -54,26 +54,22 @@ export interface FsDriverOptions {
 /** The driver plus the atomic index operations over the same directory. */
 export type FsDriver = Driver & {
   atomic: AtomicIndex;
-  /** Checks the store's directory now (when it exists), so that a bad one is reported before any work. */
-  check(): void;
+  /** Checks the store's directory (when it exists), so that a bad one is reported before any work. */
+  check(): Promise<void>;
   /** The store's audit trail, `audit/audit.log` and its rotated files (for `createKeyStore({ audit })`). */
   audit: AuditLog;
 };
 
 export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((options: FsDriverOptions) => {
   const base = resolve(options.base);
-  const context: FsContext = {
-    base,
-    trust: createStoreTrust(base),
-    files: options.blocking ? blockingOps : threadPoolOps(),
-    durable: options.sync !== false,
-  };
-  const { trust, files, durable } = context;
+  const files = options.blocking ? blockingOps : threadPoolOps();
+  const context: FsContext = { base, trust: createStoreTrust(base, files), files, durable: options.sync !== false };
+  const { trust, durable } = context;
   const io = createFsFiles(context);
   const { pathOf, read, write, remove, syncDir } = io;
 
   const revision = createRevisionFiles({ files, pathOf, durable, create: write });
-  const order = createFsOrder({ base, trust, files, read: (path) => read(path, true), syncDir });
+  const order = createFsOrder({ base, trust, files, read, syncDir });
   const lock = createFsLock({ files, io });
   const atomic = createFsAtomic({ ...context, io, lock, revision, order: order.order });
 
@@ -82,14 +78,14 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
     options,
     atomic,
     audit: createFsAuditLog({ dir: join(base, "audit"), trust, files, durable, debug: options.debug }, options.audit),
-    check: () => void trust.directory(base, false),
+    check: async () => void (await trust.directory(base, false)),
     hasItem: async (key) => (await read(pathOf(key))) !== null,
     getItem: (key) => read(pathOf(key)),
     getItems: async (items: Array<{ key: string }>) => {
       const out = new Array<{ key: string; value: string | null }>(items.length);
       let next = 0;
       const worker = async () => {
-        for (let i = next++; i < items.length; i = next++) out[i] = { key: items[i].key, value: await read(pathOf(items[i].key), true) };
+        for (let i = next++; i < items.length; i = next++) out[i] = { key: items[i].key, value: await read(pathOf(items[i].key)) };
       };
       await Promise.all(Array.from({ length: Math.min(READ_AHEAD, items.length) }, worker));
       return out;
@@ -102,7 +98,6 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
       await walkKeys({ trust, files }, start, prefix.split(":").filter(Boolean).join(":"), out);
       return out;
     },
-    dispose: () => revision.close(),
     clear: async (prefix) => {
       await files.rm(prefix ? pathOf(prefix) : base, { recursive: true, force: true });
     },
