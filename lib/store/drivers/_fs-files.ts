@@ -6,9 +6,12 @@
  */
 import { dirname, join } from "node:path";
 import { isCode } from "../../core/_error-code.ts";
-import { type FileOps, syncDir as syncDirectory, withPath } from "./_fs-ops.ts";
+import { type FileOps, inTurns, syncDir as syncDirectory, withPath } from "./_fs-ops.ts";
 import { READ_FLAGS, type StoreTrust } from "./_fs-trust.ts";
 import { plantedLink } from "./_fs-trust-dir.ts";
+
+/** Entry reads in flight at once per store: enough to keep libuv's four threads busy, no more. */
+export const READS_AT_ONCE = 64;
 
 /** The suffix of temporary and lock files: never a key, skipped by every listing. */
 export const TMP = ".tmp";
@@ -85,11 +88,13 @@ export function createFsFiles({ base, trust, files, durable }: FsContext): FsFil
 
   // Through `files`: on the thread pool for a server, which never reads a file on its event loop (a read
   // is three trips, open, read, close); on the calling thread for the CLI. O_NOFOLLOW: an entry that is a
-  // symbolic link (never made by the store) is refused, not followed.
+  // symbolic link (never made by the store) is refused, not followed. At most READS_AT_ONCE at a time, so
+  // the revision reads of other requests (not counted here) wait behind a few reads, never thousands.
+  const turn = inTurns(READS_AT_ONCE);
   const read = async (path: string): Promise<string | null> => {
     try {
       if (!(await trust.directory(dirname(path), false))) return null;
-      return await files.readText(path, READ_FLAGS);
+      return await turn(() => files.readText(path, READ_FLAGS));
     } catch (error) {
       if (isCode(error, "ENOENT", "ENOTDIR")) return null;
       if (isCode(error, "ELOOP")) throw plantedLink(path);

@@ -125,6 +125,31 @@ export const blockingOps: FileOps = {
 };
 
 /**
+ * Runs at most `limit` of the calls given at once, the others in the order they came. The thread pool
+ * takes work first come, first served: a request that reads thousands of entries at once would put
+ * every other request's read (the revision check each one makes) behind all of them.
+ */
+export function inTurns(limit: number): <T>(work: () => Promise<T>) => Promise<T> {
+  let running = 0;
+  let waiting: (() => void)[] = [];
+  let next = 0;
+  const done = () => {
+    if (next === waiting.length) return void (running--, (waiting = []), (next = 0));
+    waiting[next++]();
+    if (next > 1024 && next * 2 > waiting.length) (waiting = waiting.slice(next)), (next = 0); // drop the started ones
+  };
+  return async (work) => {
+    if (running < limit) running++;
+    else await new Promise<void>((go) => waiting.push(go)); // a finished call hands its turn over
+    try {
+      return await work();
+    } finally {
+      done();
+    }
+  };
+}
+
+/**
  * fsync(2) of a directory, which makes a file created, renamed or removed in it durable; nothing when
  * `durable` is false. A failed close of the directory changes nothing that was synced, so it is ignored.
  */

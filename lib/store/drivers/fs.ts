@@ -18,16 +18,13 @@ import type { AuditLog } from "../audit.ts";
 import { withKeyOrder } from "../_key-order.ts";
 import { createFsAtomic } from "./_fs-atomic.ts";
 import { createFsAuditLog, type FsAuditOptions } from "./_fs-audit.ts";
-import { createFsFiles, type FsContext } from "./_fs-files.ts";
+import { createFsFiles, type FsContext, READS_AT_ONCE } from "./_fs-files.ts";
 import { createFsLock } from "./_fs-lock.ts";
 import { blockingOps, threadPoolOps } from "./_fs-ops.ts";
 import { createFsOrder } from "./_fs-order.ts";
 import { createRevisionFiles } from "./_fs-revision.ts";
 import { walkKeys } from "./_fs-scan.ts";
 import { createStoreTrust } from "./_fs-trust.ts";
-
-/** Reads in flight at once when reading many entries: enough to keep libuv's four threads busy, no more. */
-const READ_AHEAD = 64;
 
 export interface FsDriverOptions {
   /**
@@ -87,7 +84,7 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
       const worker = async () => {
         for (let i = next++; i < items.length; i = next++) out[i] = { key: items[i].key, value: await read(pathOf(items[i].key)) };
       };
-      await Promise.all(Array.from({ length: Math.min(READ_AHEAD, items.length) }, worker));
+      await Promise.all(Array.from({ length: Math.min(READS_AT_ONCE, items.length) }, worker));
       return out;
     },
     setItem: (key, value) => write(pathOf(key), value),
