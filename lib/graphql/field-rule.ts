@@ -3,7 +3,7 @@
  * field names the permission it needs; a key without it gets `null` for that field and a `FORBIDDEN`
  * error (a standard partial result). The rules are in `query-fields.ts` and `mutation-fields.ts`.
  */
-import type { ApiKeyInfo, AuthAction, Resource } from "../core/model.ts";
+import type { ApiKeyInfo, AuthAction, KeyUsage, Resource } from "../core/model.ts";
 import { ServiceError } from "../core/errors.ts";
 import { can, canPair } from "../core/policy.ts";
 import type { KeyStore } from "../store/key-store.ts";
@@ -15,6 +15,8 @@ export type GraphQLContext = {
   store: KeyStore;
   /** This request's `store.list()`, once asked for. */
   listed?: Promise<ApiKeyInfo[]>;
+  /** This request's reads of `store.usage(id)`, by key id. */
+  usages?: Map<string, Promise<KeyUsage | null>>;
   /** Notes a key's use (the service's last-use recorder; a no-op when it records none); absent: the store's own recorder. */
   seen?: (id: string) => void;
 } & Pick<AuditContext, "audited">;

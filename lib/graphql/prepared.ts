@@ -8,11 +8,12 @@
 import { type DocumentNode, execute, type ExecutionResult, getOperationAST, GraphQLError, type OperationDefinitionNode, type OperationTypeNode } from "graphql";
 import type { CompiledQuery } from "graphql-jit";
 import { createWeightedLru } from "../core/_lru.ts";
-import type { MaybePromise } from "../core/maybe-promise.ts";
+import { after, type MaybePromise } from "../core/maybe-promise.ts";
 import { DOCUMENT_LIMITS, parseDocument, tokensOf, validateDocument } from "./documents.ts";
 import { COMPILE_AFTER, compileOperation, runCompiled } from "./compiled.ts";
 import { dependsOnKeyOnly } from "./key-only.ts";
 import { variableLimitError } from "./limits.ts";
+import { keyBudgetError, listFieldsOf } from "./request-budget.ts";
 import { createSchema, type GraphQLContext } from "./schema.ts";
 
 /** A request's query, ready to run. */
@@ -23,7 +24,10 @@ export interface Prepared {
   readonly kind?: OperationTypeNode;
   /** The answer depends on the caller's key and the arguments alone (see `key-only.ts`). */
   readonly keyOnly: boolean;
-  /** Runs it: variables over the limits (`limits.ts`) get an error like graphql-js's, nothing executed. */
+  /**
+   * Runs it: variables over the limits (`limits.ts`) get an error like graphql-js's, and a request over its
+   * budget (`request-budget.ts`) an `INVALID_INPUT` error; either way nothing is executed.
+   */
   execute(variables: Record<string, unknown> | undefined, context: GraphQLContext): MaybePromise<ExecutionResult>;
   /** True once it runs compiled. */
   readonly compiled: boolean;
@@ -103,6 +107,7 @@ function operationIn(entry: Entry, operation: OperationDefinitionNode, operation
   // undefined: not compiled yet; null: never (not a query, or graphql-jit declined).
   let compiled: CompiledQuery | null | undefined = kind === "query" ? undefined : null;
   let runs = 0;
+  const lists = listFieldsOf(document, operation);
   const compile = () => {
     compiled = compileOperation(schema, document, operationName);
     if (!compiled) return;
@@ -119,9 +124,13 @@ function operationIn(entry: Entry, operation: OperationDefinitionNode, operation
     execute(variables, contextValue) {
       const refusal = variableLimitError(operation, variables);
       if (refusal) return { errors: [refusal] };
-      if (compiled === undefined && ++runs >= COMPILE_AFTER) compile();
-      const args = { schema, document, operationName, variableValues: variables, contextValue };
-      return compiled ? runCompiled(compiled, args) : execute(args);
+      const run = (): MaybePromise<ExecutionResult> => {
+        if (compiled === undefined && ++runs >= COMPILE_AFTER) compile();
+        const args = { schema, document, operationName, variableValues: variables, contextValue };
+        return compiled ? runCompiled(compiled, args) : execute(args);
+      };
+      if (lists.length === 0) return run();
+      return after(keyBudgetError(lists, variables, contextValue), (over) => (over ? { errors: [over] } : run()));
     },
   };
 }

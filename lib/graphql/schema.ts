@@ -24,7 +24,7 @@ export { dependsOnKeyOnly } from "./key-only.ts";
 // The parts in the order clients have always seen the types (introspection lists them in this order).
 const SDL = /* GraphQL */ `${API_KEY_SDL}${AUDIT_SDL}${USER_ACCOUNT_SDL}${INFO_SDL}${API_KEY_INPUTS_SDL}
 type Query {
-  "Every key, oldest first (then by id when paged). filter: words that must all match: label:env=prod, label:env, role:ADMIN, state:active|grace|expired|disabled, name:text or a part of the name. first (1 to 1000) and after (the cursor of the last key of the previous page) return one page: a page shorter than first is the last. Without either, every key at once."
+  "Every key, oldest first (then by id when paged). filter: words that must all match: label:env=prod, label:env, role:ADMIN, state:active|grace|expired|disabled, name:text or a part of the name. first (1 to 1000) and after (the cursor of the last key of the previous page) return one page: a page shorter than first is the last. Without either, every key at once. One request returns at most 5000 keys in all: on a larger store, page."
   apiKeys(filter: String, first: Int, after: String): [ApiKey!]
   apiKey(id: PrefixedID!): ApiKey
   apiKeyPossibleRoles: [Role!]

@@ -5,11 +5,11 @@
  */
 import { VERIFICATION_CODES } from "../core/model.ts";
 import { parseInput, PermissionsSchema } from "../core/input.ts";
-import type { KeyStore } from "../store/key-store.ts";
+import type { GraphQLContext } from "./field-rule.ts";
 import { CREDITS_SDL } from "./credits.ts";
 
 /** What these resolvers need of the request's context (a part of field-rule.ts's `GraphQLContext`). */
-type StoreContext = { store: KeyStore; seen?: (id: string) => void };
+type StoreContext = Pick<GraphQLContext, "store" | "seen" | "usages">;
 
 export const USAGE_SDL = /* GraphQL */ `
 extend type ApiKey {
@@ -89,5 +89,11 @@ export const USAGE_QUERY = {
 /** Resolvers of the `ApiKey` fields above: reaching a key already needed the permission to read it. */
 export const API_KEY_USAGE_FIELDS = {
   disabled: (key: { disabled?: boolean }) => key.disabled === true,
-  usage: (key: { id: string }, _args: unknown, context: StoreContext) => context.store.usage(key.id),
+  // Read once per key per request, however many aliases list it (a read goes through the thread pool).
+  usage: (key: { id: string }, _args: unknown, context: StoreContext) => {
+    const usages = (context.usages ??= new Map());
+    let read = usages.get(key.id);
+    if (!read) usages.set(key.id, read = context.store.usage(key.id));
+    return read;
+  },
 };

@@ -10,6 +10,7 @@ import { type ExecutionResult, GraphQLError, type OperationTypeNode } from "grap
 import { after, type MaybePromise } from "../core/maybe-promise.ts";
 import { prepare } from "../graphql/prepared.ts";
 import type { GraphQLContext } from "../graphql/schema.ts";
+import { REQUEST_BUDGET } from "../graphql/request-budget.ts";
 import { APPLICATION_JSON, type GraphQLMediaType, GRAPHQL_RESPONSE } from "./negotiate.ts";
 import { type Params, paramsFromBody, paramsFromUrl } from "./request.ts";
 import { errorResponse, mutationOverGet, storeDown, storeFailure } from "./responses.ts";
@@ -35,6 +36,23 @@ export interface RouteOptions {
 
 export type GraphQLRoute = (request: ServiceRequest, body: string, mediaType: GraphQLMediaType, context: GraphQLContext) => MaybePromise<GraphQLAnswer>;
 
+const answerTooLarge = () =>
+  new GraphQLError(
+    `The answer would be longer than ${REQUEST_BUDGET.answerChars} characters; ask for fewer keys (pages of apiKeys with first and after) or fewer fields`,
+    { extensions: { code: "INVALID_INPUT" } },
+  );
+
+/** `result` as JSON, or undefined when it is longer than the answer's bound (or than a string may be). */
+function bounded(result: object): string | undefined {
+  try {
+    const body = JSON.stringify(result);
+    return body.length > REQUEST_BUDGET.answerChars ? undefined : body;
+  } catch (error) {
+    if (error instanceof RangeError) return undefined;
+    throw error;
+  }
+}
+
 /** @example const route = createGraphQLRoute({ formatError, storeFailed, headers: {} }); await route(request, body, "application/json", { key, store }); */
 export function createGraphQLRoute({ formatError, storeFailed, headers }: RouteOptions): GraphQLRoute {
   // Shared by every answer (no one writes into a response's headers: what adds to them copies them).
@@ -49,15 +67,19 @@ export function createGraphQLRoute({ formatError, storeFailed, headers }: RouteO
     keyOnly: false,
   });
 
-  /** The answer to an executed operation's result. */
+  /** The answer to an executed operation's result; one over `REQUEST_BUDGET.answerChars` is refused. */
   const written = (result: ExecutionResult, mediaType: GraphQLMediaType, keyOnly: boolean, operation: OperationTypeNode): GraphQLAnswer => {
     const failure = storeFailure(result.errors);
     if (failure) return storeFailed(failure), { response: storeDown(), keyOnly: false, operation };
-    if (!result.errors) return { response: json(200, mediaType, JSON.stringify(result)), keyOnly, operation };
+    if (!result.errors) {
+      const body = bounded(result);
+      return body === undefined ? { ...tooBig(mediaType), operation } : { response: json(200, mediaType, body), keyOnly, operation };
+    }
     if (!("data" in result)) return { ...requestErrors(result.errors, mediaType), operation };
-    const body = JSON.stringify({ ...result, errors: result.errors.map(formatError) });
-    return { response: json(200, mediaType, body), keyOnly, operation };
+    const body = bounded({ ...result, errors: result.errors.map(formatError) });
+    return body === undefined ? { ...tooBig(mediaType), operation } : { response: json(200, mediaType, body), keyOnly, operation };
   };
+  const tooBig = (mediaType: GraphQLMediaType) => requestErrors([answerTooLarge()], mediaType);
 
   return (request, body, mediaType, context) => {
     let params: Params;

@@ -48,6 +48,8 @@ interface Verifier extends VerifierOptions {
   checks: number;
   /** The latest revision read, by when it began (see `revisionFor`). */
   latest: { at: number; revision: string };
+  /** The read under way that began last, by when it began: requests that arrived before it wait for it. */
+  pending?: { at: number; read: Promise<string> };
 }
 
 /**
@@ -95,21 +97,27 @@ function decide(v: Verifier, hash: string, revision: string): VerifiedKey | Prom
 
 /**
  * The latest revision read, by when it began. A request that arrived before a read began is served by
- * that read's token (the requests a server takes in one turn of its event loop share one read); one that
- * arrived later reads again. Strictly earlier: `performance.now()` never goes back, so `since < at`
+ * that read's token, also while the read is under way (the requests a server takes in one turn of its
+ * event loop share one read); one that arrived later reads again. Strictly earlier: `performance.now()` never goes back, so `since < at`
  * means the read began after the request had arrived. No time window: a request is never answered from
  * a read that began before it arrived, so a revocation by another process is seen by every request
  * sent after it finished.
  */
 function revisionFor(v: Verifier, since: number | undefined): string | Promise<string> {
   if (since !== undefined && since < v.latest.at) return v.latest.revision;
+  if (since !== undefined && v.pending && since < v.pending.at) return v.pending.read;
   const at = performance.now();
   const read = v.readRevision();
   const keep = (revision: string) => {
     if (at > v.latest.at) v.latest = { at, revision }; // reads may settle out of order: the later-begun one wins
     return revision;
   };
-  return typeof read === "string" ? keep(read) : read.then(keep);
+  if (typeof read === "string") return keep(read);
+  const pending = { at, read: read.then(keep) };
+  v.pending = pending;
+  const settled = () => void (v.pending === pending && (v.pending = undefined));
+  pending.read.then(settled, settled);
+  return pending.read;
 }
 
 /** `verifyNow` for a secret its caller has already found well formed (the service's handler does, for its message). */

@@ -106,9 +106,9 @@ export async function openKeyStore(
     return store;
   }
   if (spec.kind === "fs") {
-    if (options.create) createStoreDir(spec.dir);
+    if (options.create) await createStoreDir(spec.dir);
     const driver = fsDriver({ base: spec.dir, blocking: options.oneShot, debug });
-    driver.check(); // a bad, foreign or loose directory is reported before any work, and a server never starts on one
+    await driver.check(); // a bad, foreign or loose directory is reported before any work, and a server never starts on one
     return await createUpgradedKeyStore({ storage: createStorage({ driver }), atomic: driver.atomic, audit: driver.audit, debug, retiredRetentionMs });
   }
   const { openRedisBackend } = await import("./drivers/redis.ts");

@@ -1,5 +1,5 @@
-// The request path that answers remembered queries without a promise (fs store): what it skips, and what
-// it must never skip (the revision read that makes a revocation by another process, the CLI, show at once).
+// The request path of remembered keys and answers (fs store): what it skips, and what it must never skip
+// (the revision read, on the thread pool, that makes a revocation by another process, the CLI, show at once).
 import { cpSync, renameSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { connect } from "node:net";
@@ -8,7 +8,6 @@ import { listenNode } from "../../lib/http/node.ts";
 import { openKeyStore, parseStoreSpec } from "../../lib/store/config.ts";
 import type { KeyStore } from "../../lib/store/key-store.ts";
 import { createServiceHandler } from "../../lib/http/handler.ts";
-import { COMPILE_AFTER } from "../../lib/graphql/compiled.ts";
 import { isRemembered, type ServiceRequest, type ServiceResponse } from "../../lib/http/types.ts";
 import { AmendedResponse } from "../../lib/http/responses.ts";
 import { tempDir } from "../helpers/cli.ts";
@@ -63,8 +62,8 @@ function request(secret: string, query = "{ me { id name } }"): ServiceRequest {
   return { method: "POST", url: "/graphql", headers: { get: (name) => headers[name] ?? null }, body: () => body };
 }
 
-describe("verify, synchronously when remembered", () => {
-  it("answers a remembered key without a promise on the fs store; store.verify stays a promise", async () => {
+describe("verify of a remembered key", () => {
+  it("waits on the fs store's revision read, off the event loop: verifyNow and store.verify are promises", async () => {
     const { store } = await fsStore();
     const { key, id } = await store.create(input("a"));
     const verifyNow = store.verifyNow!.bind(store);
@@ -72,18 +71,17 @@ describe("verify, synchronously when remembered", () => {
     expect(isThenable(first)).toBe(true); // first time: the records are read
     await first;
     const hit = verifyNow(key);
-    expect(isThenable(hit)).toBe(false);
-    expect((hit as { id: string }).id).toBe(id);
+    expect(isThenable(hit)).toBe(true); // remembered: only the revision is read, on the thread pool
+    expect((await hit)?.id).toBe(id);
     expect(store.verify(key)).toBeInstanceOf(Promise);
   });
 
-  /** A store with key "a" whose verification is remembered (answered without a promise). */
+  /** A store with key "a" whose verification is remembered. */
   async function remembered() {
     const { dir, store } = await fsStore();
     const { key } = await store.create(input("a"));
     const verifyNow = store.verifyNow!.bind(store);
     await verifyNow(key);
-    expect(isThenable(verifyNow(key))).toBe(false);
     return { dir, key, verifyNow };
   }
 
@@ -104,7 +102,7 @@ describe("verify, synchronously when remembered", () => {
 });
 
 describe("the handler's remembered answer", () => {
-  it("comes back without a promise, and a key deleted meanwhile by another process gets 401 at once", async () => {
+  it("comes back the same, and a key deleted meanwhile by another process gets 401 at once", async () => {
     const { dir, store } = await fsStore();
     const { key } = await store.create(input("a"));
     const handle = createServiceHandler({ store, recordLastUse: false });
@@ -112,28 +110,10 @@ describe("the handler's remembered answer", () => {
     expect(isThenable(first)).toBe(true);
     const computed = (await first) as ServiceResponse;
     expect(computed.status).toBe(200);
-    const remembered = handle(request(key));
-    expect(isThenable(remembered)).toBe(false);
-    expect((remembered as ServiceResponse).body).toBe(computed.body);
+    const remembered = await handle(request(key));
+    expect(remembered.body).toBe(computed.body);
     await (await cliOf(dir)).deleteByName("a");
     expect((await handle(request(key))).status).toBe(401);
-    await handle.close();
-  });
-
-  it("a query that is never remembered answers without a promise, before it is compiled and after", async () => {
-    const { store } = await fsStore();
-    const { key } = await store.create(input("a"));
-    const handle = createServiceHandler({ store, recordLastUse: false });
-    const query = "{ me { id } info { hostname } }";
-    const bodies = new Set<unknown>();
-    await handle(request(key, query)); // the key's verification is remembered from now on
-    for (let i = 0; i < COMPILE_AFTER + 3; i++) {
-      const response = handle(request(key, query));
-      expect(isThenable(response), `run ${i + 2}`).toBe(false); // its resolvers wait on nothing
-      expect((response as ServiceResponse).status).toBe(200);
-      bodies.add((response as ServiceResponse).body);
-    }
-    expect(bodies.size).toBe(1);
     await handle.close();
   });
 });
@@ -169,7 +149,7 @@ describe("the fast path, a property of the store", () => {
     const { store } = await fsStore();
     const { key, id } = await store.create(input("a"));
     await store.verifyNow!(key);
-    expect((store.verifyNow!(key) as { id: string }).id).toBe(id); // remembered: no promise
+    expect((await store.verifyNow!(key))?.id).toBe(id);
     let verified = 0;
     const wrapped: KeyStore = { ...store, verify: (secret) => (verified++, store.verify(secret)) };
     expect(wrapped.verifyNow).toBeUndefined();

@@ -54,7 +54,7 @@ export async function keepReserve({ path, bytes, files, checks, trust, durable }
   try {
     const fd = await files.open(tmp, CREATE_FLAGS, 0o600);
     try {
-      trust.adopt(fd);
+      await trust.adopt(fd);
       await files.writeFile(fd, "\0".repeat(bytes), "utf8"); // real blocks: a sparse file would free nothing
       if (durable) await files.fsync(fd);
     } finally {

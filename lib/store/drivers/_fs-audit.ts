@@ -133,18 +133,18 @@ export function createFsAuditLog({ dir, trust, files, durable, debug }: FsAuditC
       const checked = auditEventOf(event);
       if (!checked) throw new TypeError("Not an audit event");
       const line = Buffer.from(`${JSON.stringify(checked)}\n`, "utf8");
-      trust.directory(dir, true);
+      await trust.directory(dir, true);
       await keepReserve(reserve); // one lstat while it is there
       const appended = await appendLine(log, reserve, line);
       if (appended.size > maxBytes) await rotateLog(rotation, appended);
     },
 
     async read(query = {}) {
-      return trust.directory(dir, false) ? readTrail(reader, query) : [];
+      return (await trust.directory(dir, false)) ? readTrail(reader, query) : [];
     },
 
     async page(query) {
-      return trust.directory(dir, false) ? readTrailPage(reader, query) : { events: [], cursor: null };
+      return (await trust.directory(dir, false)) ? readTrailPage(reader, query) : { events: [], cursor: null };
     },
   };
 }

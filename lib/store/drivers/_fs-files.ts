@@ -4,12 +4,14 @@
  * value or the new one, never half of one), files mode 0600 in 0700 directories (`_fs-trust.ts`).
  * The lock (`_fs-lock.ts`) and the atomic index (`_fs-atomic.ts`) are built from these.
  */
-import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { isCode } from "../../core/_error-code.ts";
-import { type FileOps, syncDir as syncDirectory, withPath } from "./_fs-ops.ts";
+import { type FileOps, inTurns, syncDir as syncDirectory, withPath } from "./_fs-ops.ts";
 import { READ_FLAGS, type StoreTrust } from "./_fs-trust.ts";
 import { plantedLink } from "./_fs-trust-dir.ts";
+
+/** Entry reads in flight at once per store: enough to keep libuv's four threads busy, no more. */
+export const READS_AT_ONCE = 64;
 
 /** The suffix of temporary and lock files: never a key, skipped by every listing. */
 export const TMP = ".tmp";
@@ -28,8 +30,8 @@ export interface FsContext {
 export interface FsFiles {
   /** The file holding `key` (its `:`-separated segments as directories); throws for a key that could escape. */
   pathOf(key: string): string;
-  /** The file's text, or null when it is missing; `many` reads through `files`, for reading many at once. */
-  read(path: string, many?: boolean): Promise<string | null>;
+  /** The file's text, or null when it is missing. */
+  read(path: string): Promise<string | null>;
   /** Writes `value` durably to a fresh temporary file beside `path` and returns its name. */
   writeTemp(path: string, value: string): Promise<string>;
   /** Replaces the file whole: temporary file, fsync, rename, directory fsync. */
@@ -43,12 +45,6 @@ export interface FsFiles {
   /** fsyncs a directory when the store is durable. */
   syncDir(dir: string): Promise<void>;
 }
-
-// Entries are a few hundred bytes on a local disk: one blocking read costs microseconds, where the
-// promise API makes four trips through the thread pool (open, stat, read, close) per entry.
-// O_NOFOLLOW: an entry that is a symbolic link (never made by the store) is refused, not followed.
-// (Node takes numeric flags here, and keeps its one-call fast path for utf8; the types say string.)
-const readOptions = { encoding: "utf8" as const, flag: READ_FLAGS as unknown as string };
 
 /** The file under `base` holding `key`: its `:`-separated segments as directories. */
 function keyPath(base: string, key: string): string {
@@ -72,12 +68,12 @@ export function createFsFiles({ base, trust, files, durable }: FsContext): FsFil
 
   /** Writes `value` durably to a fresh temporary file beside `path` and returns its name. */
   const writeTemp = async (path: string, value: string): Promise<string> => {
-    trust.directory(dirname(path), true);
+    await trust.directory(dirname(path), true);
     const tmp = `${path}.${crypto.randomUUID()}${TMP}`;
     const fd = await files.open(tmp, "wx", 0o600);
     try {
       try {
-        trust.adopt(fd);
+        await trust.adopt(fd);
         await files.writeFile(fd, value, "utf8");
         if (durable) await files.fsync(fd);
       } finally {
@@ -90,12 +86,15 @@ export function createFsFiles({ base, trust, files, durable }: FsContext): FsFil
     return tmp;
   };
 
-  // Reading many at once (list) goes through `files` instead, a few at a time: on the thread pool for a
-  // server, where 20,000 blocking reads would stall every other request for half a second.
-  const read = async (path: string, many = false): Promise<string | null> => {
+  // Through `files`: on the thread pool for a server, which never reads a file on its event loop (a read
+  // is three trips, open, read, close); on the calling thread for the CLI. O_NOFOLLOW: an entry that is a
+  // symbolic link (never made by the store) is refused, not followed. At most READS_AT_ONCE at a time, so
+  // the revision reads of other requests (not counted here) wait behind a few reads, never thousands.
+  const turn = inTurns(READS_AT_ONCE);
+  const read = async (path: string): Promise<string | null> => {
     try {
-      if (!trust.directory(dirname(path), false)) return null;
-      return many ? await files.readText(path, READ_FLAGS) : readFileSync(path, readOptions);
+      if (!(await trust.directory(dirname(path), false))) return null;
+      return await turn(() => files.readText(path, READ_FLAGS));
     } catch (error) {
       if (isCode(error, "ENOENT", "ENOTDIR")) return null;
       if (isCode(error, "ELOOP")) throw plantedLink(path);

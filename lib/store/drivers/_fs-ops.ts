@@ -30,6 +30,11 @@ export interface FileOps {
   /** pread(2): up to `buffer.length` bytes at `position`; resolves with the bytes read (0 at the end). */
   readAt(fd: number, buffer: Uint8Array, position: number): Promise<number>;
   fchmod(fd: number, mode: number): Promise<void>;
+  ftruncate(fd: number, length: number): Promise<void>;
+  mkdir(path: string, mode: number): Promise<void>;
+  chmod(path: string, mode: number): Promise<void>;
+  /** stat(2): follows a symbolic link. */
+  stat(path: string): Promise<fs.Stats>;
 }
 
 // From the file's current position (read(2), not pread(2)): a FIFO in place of an entry cannot seek.
@@ -54,6 +59,7 @@ async function readAll(fd: number): Promise<string> {
 export const threadPoolOps: () => FileOps = once((): FileOps => {
   const openAsync = promisify(fs.open);
   const closeAsync = promisify(fs.close);
+  const mkdirAsync = promisify(fs.mkdir);
   return {
     open: openAsync,
     close: closeAsync,
@@ -82,6 +88,10 @@ export const threadPoolOps: () => FileOps = once((): FileOps => {
     readAt: (fd, buffer, position) =>
       new Promise((done, fail) => fs.read(fd, buffer, 0, buffer.length, position, (error, read) => (error ? fail(error) : done(read)))),
     fchmod: promisify(fs.fchmod),
+    ftruncate: promisify(fs.ftruncate),
+    mkdir: async (path, mode) => void (await mkdirAsync(path, { mode })),
+    chmod: promisify(fs.chmod),
+    stat: promisify(fs.stat),
   };
 });
 
@@ -108,7 +118,36 @@ export const blockingOps: FileOps = {
   readFd: async (fd) => fs.readFileSync(fd, "utf8"),
   readAt: async (fd, buffer, position) => fs.readSync(fd, buffer, 0, buffer.length, position),
   fchmod: async (fd, mode) => fs.fchmodSync(fd, mode),
+  ftruncate: async (fd, length) => fs.ftruncateSync(fd, length),
+  mkdir: async (path, mode) => void fs.mkdirSync(path, { mode }),
+  chmod: async (path, mode) => fs.chmodSync(path, mode),
+  stat: async (path) => fs.statSync(path),
 };
+
+/**
+ * Runs at most `limit` of the calls given at once, the others in the order they came. The thread pool
+ * takes work first come, first served: a request that reads thousands of entries at once would put
+ * every other request's read (the revision check each one makes) behind all of them.
+ */
+export function inTurns(limit: number): <T>(work: () => Promise<T>) => Promise<T> {
+  let running = 0;
+  let waiting: (() => void)[] = [];
+  let next = 0;
+  const done = () => {
+    if (next === waiting.length) return void (running--, (waiting = []), (next = 0));
+    waiting[next++]();
+    if (next > 1024 && next * 2 > waiting.length) (waiting = waiting.slice(next)), (next = 0); // drop the started ones
+  };
+  return async (work) => {
+    if (running < limit) running++;
+    else await new Promise<void>((go) => waiting.push(go)); // a finished call hands its turn over
+    try {
+      return await work();
+    } finally {
+      done();
+    }
+  };
+}
 
 /**
  * fsync(2) of a directory, which makes a file created, renamed or removed in it durable; nothing when

@@ -21,7 +21,7 @@ import type { FileOps } from "./_fs-ops.ts";
 
 export interface FsOrderOptions {
   base: string;
-  trust: { directory(path: string, create: boolean): boolean; adopt(fd: number): void };
+  trust: { directory(path: string, create: boolean): Promise<boolean>; adopt(fd: number): Promise<void> };
   files: FileOps;
   /** Reads a store file's text (null when missing), as the driver does for many at once. */
   read(path: string): Promise<string | null>;
@@ -34,7 +34,7 @@ export function createFsOrder({ base, trust, files, read, syncDir }: FsOrderOpti
 
   const names = async (path: string): Promise<string[]> => {
     try {
-      if (!trust.directory(path, false)) return [];
+      if (!(await trust.directory(path, false))) return [];
       return (await files.readdir(path, { withFileTypes: true })).map((entry) => entry.name);
     } catch (error) {
       if (isCode(error, "ENOENT", "ENOTDIR")) return [];
@@ -43,7 +43,7 @@ export function createFsOrder({ base, trust, files, read, syncDir }: FsOrderOpti
   };
 
   const add = async (name: string, sync = true) => {
-    trust.directory(dir, true);
+    await trust.directory(dir, true);
     let fd: number;
     try {
       fd = await files.open(join(dir, name), "wx", 0o600);
@@ -52,7 +52,7 @@ export function createFsOrder({ base, trust, files, read, syncDir }: FsOrderOpti
       throw error;
     }
     try {
-      trust.adopt(fd);
+      await trust.adopt(fd);
     } finally {
       await files.close(fd);
     }

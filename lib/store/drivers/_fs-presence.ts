@@ -9,6 +9,7 @@ import * as fs from "node:fs";
 import { dirname, join } from "node:path";
 import { printable } from "../_system-errors.ts";
 import { createStoreTrust } from "./_fs-trust.ts";
+import { blockingOps } from "./_fs-ops.ts";
 
 export type FsPresence =
   | { exists: true; uid: number; gid: number; mode: number }
@@ -78,6 +79,6 @@ export function looseFolders(dir: string): LooseFolder[] {
 }
 
 /** Creates the store's directory (and missing parents) as this user, mode 0700, and checks it like the driver does. */
-export function createStoreDir(dir: string): void {
-  createStoreTrust(dir).directory(dir, true);
+export async function createStoreDir(dir: string): Promise<void> {
+  await createStoreTrust(dir, blockingOps).directory(dir, true);
 }

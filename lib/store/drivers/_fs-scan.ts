@@ -15,7 +15,7 @@ import { TMP } from "./_fs-files.ts";
 /** What a listing needs of the driver. */
 export interface ListOptions {
   /** Refuses a folder the store cannot trust (see _fs-trust.ts); false when it does not exist. */
-  trust: { directory(path: string, create: boolean): boolean };
+  trust: { directory(path: string, create: boolean): Promise<boolean> };
   files: { opendir(path: string): Promise<fs.Dir>; readdir(path: string, options: { withFileTypes: true }): Promise<fs.Dirent[]> };
 }
 
@@ -31,7 +31,7 @@ export interface ScanOptions {
 /** Opens `path` for reading its entries; undefined when it is missing (or not a folder). */
 async function openFolder({ trust, files }: Pick<ScanOptions, "trust" | "files">, path: string): Promise<fs.Dir | undefined> {
   try {
-    if (!trust.directory(path, false)) return undefined;
+    if (!(await trust.directory(path, false))) return undefined;
     return await files.opendir(path);
   } catch (error) {
     if (isCode(error, "ENOENT", "ENOTDIR")) return undefined;
@@ -71,7 +71,7 @@ export async function hasEntries(options: Pick<ScanOptions, "trust" | "files">, 
 export async function walkKeys(options: ListOptions, dir: string, prefix: string, out: string[]): Promise<void> {
   let entries;
   try {
-    if (!options.trust.directory(dir, false)) return;
+    if (!(await options.trust.directory(dir, false))) return;
     entries = await options.files.readdir(dir, { withFileTypes: true });
   } catch (error) {
     if (isCode(error, "ENOENT", "ENOTDIR")) return;

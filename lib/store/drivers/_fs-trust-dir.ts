@@ -13,6 +13,7 @@ import { join } from "node:path";
 import { ServiceError } from "../../core/errors.ts";
 import { printable } from "../_system-errors.ts";
 import { actAsOwner } from "./_fs-owner.ts";
+import type { FileOps } from "./_fs-ops.ts";
 
 const { constants } = fs;
 /** Opens a directory itself, never what a symbolic link in its place points at. */
@@ -57,19 +58,20 @@ const notYours = (ctx: TrustContext, path: string, uid: number): never =>
   refuse(`${path} belongs to uid ${uid}, not to you (uid ${ctx.euid}). Run the command as the store's owner, or use a store of your own (--store).`);
 
 /**
- * Opens `path` as a directory and checks it; false when it is missing. Below the store's directory a
- * symbolic link is never followed; the store's directory itself may be one the user chose.
+ * Opens `path` as a directory and checks it, through `files` (a server's thread pool); false when it is
+ * missing. Below the store's directory a symbolic link is never followed; the store's directory itself
+ * may be one the user chose.
  */
-export function openChecked(ctx: TrustContext, path: string): boolean {
+export async function openChecked(ctx: TrustContext, path: string, files: FileOps): Promise<boolean> {
   const isBase = path === ctx.base;
   let fd;
   try {
-    fd = fs.openSync(path, isBase ? BASE_FLAGS : DIR_FLAGS);
+    fd = await files.open(path, isBase ? BASE_FLAGS : DIR_FLAGS);
   } catch (error) {
     const code = codeOf(error);
     if (code === "ENOENT") return false;
     if (isBase && code === "EACCES") {
-      const stat = fs.statSync(path, { throwIfNoEntry: false });
+      const stat = await files.stat(path).catch(() => undefined);
       if (stat && ctx.euid !== -1 && stat.uid !== ctx.euid) notYours(ctx, path, stat.uid);
     }
     if (isBase && code === "ENOTDIR") notADirectory(path);
@@ -79,14 +81,14 @@ export function openChecked(ctx: TrustContext, path: string): boolean {
     throw error;
   }
   try {
-    const stat = fs.fstatSync(fd);
+    const stat = await files.fstat(fd);
     if (!stat.isDirectory()) notADirectory(path);
     if (ctx.euid === -1) return true;
     claimOwner(ctx, path, stat);
-    makePrivate(ctx, path, fd, stat);
+    await makePrivate(ctx, path, fd, stat, files);
     return true;
   } finally {
-    fs.closeSync(fd);
+    await files.close(fd);
   }
 }
 
@@ -110,12 +112,12 @@ function claimOwner(ctx: TrustContext, path: string, stat: fs.Stats): void {
  * Tightens an owner's directory that is not 0700 (open to others, or missing owner bits from a umask
  * like 0277); one that was writable by others must also hold nothing planted, or it is left as found.
  */
-function makePrivate(ctx: TrustContext, path: string, fd: number, stat: fs.Stats): void {
+async function makePrivate(ctx: TrustContext, path: string, fd: number, stat: fs.Stats, files: FileOps): Promise<void> {
   const mode = stat.mode & 0o777;
   if (mode === 0o700) return;
-  if (path === ctx.base && mode & 0o077) refuseUnlessOnlyStore(path, stat.mode);
+  if (path === ctx.base && mode & 0o077) await refuseUnlessOnlyStore(path, stat.mode, files);
   try {
-    fs.fchmodSync(fd, 0o700);
+    await files.fchmod(fd, 0o700);
   } catch (error) {
     // Only missing owner bits (made under a umask like 0277) on a read-only disk: reading still works.
     if (mode & 0o077) {
@@ -124,9 +126,9 @@ function makePrivate(ctx: TrustContext, path: string, fd: number, stat: fs.Stats
   }
   if (mode & 0o022) {
     try {
-      checkEntries(ctx, path);
+      await checkEntries(ctx, path, files);
     } catch (error) {
-      fs.fchmodSync(fd, mode); // left as found, so every later run refuses too until someone looks
+      await files.fchmod(fd, mode); // left as found, so every later run refuses too until someone looks
       throw error;
     }
   }
@@ -137,20 +139,24 @@ function makePrivate(ctx: TrustContext, path: string, fd: number, stat: fs.Stats
  * root must not make a system directory private. A directory shared on purpose (sticky, like /tmp)
  * is never one; one that is empty or holds only store folders is tightened.
  */
-function refuseUnlessOnlyStore(path: string, mode: number): void {
+async function refuseUnlessOnlyStore(path: string, mode: number, files: FileOps): Promise<void> {
   const fix = `Use a directory of its own for --store, or make this one private: chmod 700 ${path}`;
   if (mode & 0o1000) refuse(`${path} is a shared directory (mode ${octal(mode)}, sticky), so it is left as it is. ${fix}`);
-  const foreign = fs.readdirSync(path).filter((name) => !STORE_FOLDERS.has(name) && !name.endsWith(".tmp"));
+  const foreign = (await files.readdir(path, { withFileTypes: true })).map((entry) => entry.name)
+    .filter((name) => !STORE_FOLDERS.has(name) && !name.endsWith(".tmp"));
   if (foreign.length === 0) return;
   const shown = foreign.slice(0, 3).map((name) => JSON.stringify(name)).join(", ");
   refuse(`${path} is open to other users (mode ${octal(mode)}) and holds files that are not a key store's (${shown}${foreign.length > 3 ? ", ..." : ""}), so it is left as it is. ${fix}`);
 }
 
 /** Checks entries that others could have planted while `dir` was open to them. */
-function checkEntries(ctx: TrustContext, dir: string): void {
-  for (const name of fs.readdirSync(dir)) {
+async function checkEntries(ctx: TrustContext, dir: string, files: FileOps): Promise<void> {
+  for (const { name } of await files.readdir(dir, { withFileTypes: true })) {
     const path = join(dir, name);
-    const stat = fs.lstatSync(path, { throwIfNoEntry: false });
+    const stat = await files.lstat(path).catch((error) => {
+      if (codeOf(error) === "ENOENT") return undefined;
+      throw error;
+    });
     if (!stat) continue;
     if (stat.isSymbolicLink()) throw plantedLink(path);
     // By path, but as the owner (see _fs-owner.ts): a folder swapped meanwhile lends no rights.

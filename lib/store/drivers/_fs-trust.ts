@@ -17,6 +17,7 @@
  */
 import * as fs from "node:fs";
 import { dirname } from "node:path";
+import type { FileOps } from "./_fs-ops.ts";
 import { isServiceError } from "../../core/errors.ts";
 import { describeSystemError } from "../_system-errors.ts";
 import { codeOf, notADirectory, openChecked, refuse, type TrustContext } from "./_fs-trust-dir.ts";
@@ -33,44 +34,58 @@ export interface StoreTrust {
    * Makes sure `dir` (the store's directory or one under it) exists when `create` is set, and that it
    * and every level between it and the store's directory can be trusted. False when it is missing.
    */
-  directory(dir: string, create: boolean): boolean;
+  directory(dir: string, create: boolean): Promise<boolean>;
   /** Makes a file this process just created 0600 whatever the umask. Costs nothing under an ordinary umask. */
-  adopt(fd: number): void;
+  adopt(fd: number): Promise<void>;
 }
 
 /** Errors on the store's own path (or above it) that mean the path cannot be a directory. */
 const BAD_PATH = new Set(["ENOTDIR", "ENAMETOOLONG", "ELOOP"]);
 
-/** Checks the directories of the store at `base` (an absolute path). */
-export function createStoreTrust(base: string): StoreTrust {
+/**
+ * Checks the directories of the store at `base` (an absolute path) through `files`: on the thread pool
+ * for a server, which never touches a file on its event loop; on the calling thread for the CLI.
+ */
+export function createStoreTrust(base: string, files: FileOps): StoreTrust {
   const ctx: TrustContext = { base, euid: process.geteuid?.() ?? -1, owner: -1 };
   const trusted = new Set<string>();
+  // One check of a directory at a time: the store's own learns its owner (and may switch to that user).
+  const checking = new Map<string, Promise<boolean>>();
   const masksOwner = umaskMasksOwner();
 
   /** Trusts `dir` after every level above it, creating the missing ones when asked; false when one is missing. */
-  const trust = (dir: string, create: boolean): boolean => {
-    if (trusted.has(dir)) return true;
+  const trust = async (dir: string, create: boolean): Promise<boolean> => {
     if (dir !== base) {
-      if (!trust(dirname(dir), create)) return false;
-      if (create) makePrivateDir(dir);
-    } else if (create && !fs.existsSync(base)) {
-      makeBase(base);
+      if (!(await directory(dirname(dir), create))) return false;
+      if (create) await makePrivateDir(files, dir);
+    } else if (create && !(await files.stat(base).catch(() => undefined))) {
+      await makeBase(files, base);
     }
-    if (!openChecked(ctx, dir)) return false;
+    if (!(await openChecked(ctx, dir, files))) return false;
     trusted.add(dir);
     return true;
   };
+  const directory = async (dir: string, create: boolean): Promise<boolean> => {
+    if (trusted.has(dir)) return true;
+    let check = checking.get(dir);
+    if (!check) {
+      checking.set(dir, check = trust(dir, create).finally(() => checking.delete(dir)));
+    } else if (create && !(await check)) {
+      return directory(dir, create); // the check under way would not create it
+    }
+    return check;
+  };
 
   return {
-    directory(dir, create) {
+    async directory(dir, create) {
       try {
-        return trust(dir, create);
+        return await directory(dir, create);
       } catch (error) {
         throwAsStoreError(error, base);
       }
     },
-    adopt(fd) {
-      if (masksOwner) fs.fchmodSync(fd, 0o600);
+    async adopt(fd) {
+      if (masksOwner) await files.fchmod(fd, 0o600);
     },
   };
 }
@@ -99,9 +114,9 @@ function throwAsStoreError(error: unknown, base: string): never {
 }
 
 /** Creates `path` (one level, its parent existing) private whatever the umask; false if it was there. */
-function makePrivateDir(path: string): boolean {
+async function makePrivateDir(files: FileOps, path: string): Promise<boolean> {
   try {
-    fs.mkdirSync(path, { mode: 0o700 });
+    await files.mkdir(path, 0o700);
   } catch (error) {
     if (codeOf(error) === "EEXIST") return false;
     throw error;
@@ -110,18 +125,19 @@ function makePrivateDir(path: string): boolean {
 }
 
 /** Creates the store's directory `base` and its missing parents, one level at a time (bounded by the path). */
-function makeBase(base: string): void {
+async function makeBase(files: FileOps, base: string): Promise<void> {
   const missing: string[] = [];
-  try {
-    for (let dir = base; !fs.lstatSync(dir, { throwIfNoEntry: false }); dir = dirname(dir)) {
-      missing.unshift(dir);
-      if (dirname(dir) === dir) break;
-    }
-  } catch (error) {
-    if (codeOf(error) === "ENOTDIR") notADirectory(base);
-    throw error;
+  const lstat = (dir: string) =>
+    files.lstat(dir).catch((error) => {
+      if (codeOf(error) === "ENOENT") return undefined;
+      if (codeOf(error) === "ENOTDIR") notADirectory(base);
+      throw error;
+    });
+  for (let dir = base; !(await lstat(dir)); dir = dirname(dir)) {
+    missing.unshift(dir);
+    if (dirname(dir) === dir) break;
   }
   for (const dir of missing) {
-    if (makePrivateDir(dir) && dir !== base) fs.chmodSync(dir, 0o700); // the umask may have left it unusable (0277)
+    if ((await makePrivateDir(files, dir)) && dir !== base) await files.chmod(dir, 0o700); // the umask may have left it unusable (0277)
   }
 }

@@ -18,16 +18,13 @@ import type { AuditLog } from "../audit.ts";
 import { withKeyOrder } from "../_key-order.ts";
 import { createFsAtomic } from "./_fs-atomic.ts";
 import { createFsAuditLog, type FsAuditOptions } from "./_fs-audit.ts";
-import { createFsFiles, type FsContext } from "./_fs-files.ts";
+import { createFsFiles, type FsContext, READS_AT_ONCE } from "./_fs-files.ts";
 import { createFsLock } from "./_fs-lock.ts";
 import { blockingOps, threadPoolOps } from "./_fs-ops.ts";
 import { createFsOrder } from "./_fs-order.ts";
 import { createRevisionFiles } from "./_fs-revision.ts";
 import { walkKeys } from "./_fs-scan.ts";
 import { createStoreTrust } from "./_fs-trust.ts";
-
-/** Reads in flight at once when reading many entries: enough to keep libuv's four threads busy, no more. */
-const READ_AHEAD = 64;
 
 export interface FsDriverOptions {
   /**
@@ -54,26 +51,22 @@ export interface FsDriverOptions {
 /** The driver plus the atomic index operations over the same directory. */
 export type FsDriver = Driver & {
   atomic: AtomicIndex;
-  /** Checks the store's directory now (when it exists), so that a bad one is reported before any work. */
-  check(): void;
+  /** Checks the store's directory (when it exists), so that a bad one is reported before any work. */
+  check(): Promise<void>;
   /** The store's audit trail, `audit/audit.log` and its rotated files (for `createKeyStore({ audit })`). */
   audit: AuditLog;
 };
 
 export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((options: FsDriverOptions) => {
   const base = resolve(options.base);
-  const context: FsContext = {
-    base,
-    trust: createStoreTrust(base),
-    files: options.blocking ? blockingOps : threadPoolOps(),
-    durable: options.sync !== false,
-  };
-  const { trust, files, durable } = context;
+  const files = options.blocking ? blockingOps : threadPoolOps();
+  const context: FsContext = { base, trust: createStoreTrust(base, files), files, durable: options.sync !== false };
+  const { trust, durable } = context;
   const io = createFsFiles(context);
   const { pathOf, read, write, remove, syncDir } = io;
 
   const revision = createRevisionFiles({ files, pathOf, durable, create: write });
-  const order = createFsOrder({ base, trust, files, read: (path) => read(path, true), syncDir });
+  const order = createFsOrder({ base, trust, files, read, syncDir });
   const lock = createFsLock({ files, io });
   const atomic = createFsAtomic({ ...context, io, lock, revision, order: order.order });
 
@@ -82,16 +75,16 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
     options,
     atomic,
     audit: createFsAuditLog({ dir: join(base, "audit"), trust, files, durable, debug: options.debug }, options.audit),
-    check: () => void trust.directory(base, false),
+    check: async () => void (await trust.directory(base, false)),
     hasItem: async (key) => (await read(pathOf(key))) !== null,
     getItem: (key) => read(pathOf(key)),
     getItems: async (items: Array<{ key: string }>) => {
       const out = new Array<{ key: string; value: string | null }>(items.length);
       let next = 0;
       const worker = async () => {
-        for (let i = next++; i < items.length; i = next++) out[i] = { key: items[i].key, value: await read(pathOf(items[i].key), true) };
+        for (let i = next++; i < items.length; i = next++) out[i] = { key: items[i].key, value: await read(pathOf(items[i].key)) };
       };
-      await Promise.all(Array.from({ length: Math.min(READ_AHEAD, items.length) }, worker));
+      await Promise.all(Array.from({ length: Math.min(READS_AT_ONCE, items.length) }, worker));
       return out;
     },
     setItem: (key, value) => write(pathOf(key), value),
@@ -102,7 +95,6 @@ export const fsDriver: (options: FsDriverOptions) => FsDriver = defineDriver((op
       await walkKeys({ trust, files }, start, prefix.split(":").filter(Boolean).join(":"), out);
       return out;
     },
-    dispose: () => revision.close(),
     clear: async (prefix) => {
       await files.rm(prefix ? pathOf(prefix) : base, { recursive: true, force: true });
     },
