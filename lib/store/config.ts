@@ -109,11 +109,20 @@ export async function openKeyStore(
     if (options.create) createStoreDir(spec.dir);
     const driver = fsDriver({ base: spec.dir, blocking: options.oneShot, debug });
     driver.check(); // a bad, foreign or loose directory is reported before any work, and a server never starts on one
-    return createKeyStore({ storage: createStorage({ driver }), atomic: driver.atomic, audit: driver.audit, debug, retiredRetentionMs });
+    return recovered(createKeyStore({ storage: createStorage({ driver }), atomic: driver.atomic, audit: driver.audit, debug, retiredRetentionMs }), debug);
   }
   const { openRedisBackend } = await import("./drivers/redis.ts");
   const backend = await openRedisBackend(spec.url);
-  return createKeyStore({ ...backend, debug, retiredRetentionMs }); // its audit trail included
+  return recovered(createKeyStore({ ...backend, debug, retiredRetentionMs }), debug); // its audit trail included
+}
+
+/**
+ * `store`, once an import a killed process left half done is rolled back: whatever the command, none of its
+ * keys is seen. Should that fail (a store this user may only read), the command goes on and says so at debug.
+ */
+async function recovered(store: KeyStore, debug?: (message: string) => void): Promise<KeyStore> {
+  await store.recover?.().catch((error) => debug?.(`store: an interrupted import was not rolled back: ${(error as Error).message}`));
+  return store;
 }
 
 export { bindThenSettleAsOwner } from "./drivers/_fs-owner.ts";

@@ -209,6 +209,7 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
     audit: (query) => guard("read the audit trail", () => auditLog.read(query)),
     exportRecords: () => guard("export keys", transfer.exportRecords),
     importRecords: (keys, options) => guard("import keys", () => transfer.importRecords(keys, options)),
+    recover: () => guard("roll back an interrupted import", transfer.recover),
     close: async () => {
       await usage.close().catch(() => {}); // the uses verifyDetailed counted, written while the storage is open
       await options.dispose?.();
