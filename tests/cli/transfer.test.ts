@@ -168,7 +168,7 @@ describe("an interrupted --import", () => {
     };
   };
 
-  for (const [label, keys] of [["files", 1500], ["Redis", 3000]] as const) {
+  for (const [label, keys] of [["files", 1000], ["Redis", 2000]] as const) {
     it(`leaves all ${keys} keys or none on ${label}, whatever signal stops it and when, and a rerun then imports them`, async () => {
       const file = exportFile(join(tmp.dir, `cut-${label}.jsonl`), keys);
       const backend = backends(label);

@@ -3,7 +3,7 @@
 // whole, naming its line, and the target store is left exactly as it was.
 import { describe, expect, it } from "vitest";
 import { createStorage } from "unstorage";
-import { createKeyStore } from "../../lib/store/key-store.ts";
+import { createKeyStore, createLocalAtomicIndex, type KeyStore } from "../../lib/store/key-store.ts";
 import { exportLines, parseExport } from "../../lib/store/transfer.ts";
 import { isServiceError } from "../../lib/core/errors.ts";
 import { generateSecret } from "../../lib/core/secret.ts";
@@ -104,6 +104,42 @@ describe("export and import", () => {
     expect(refused.code).toBe("STORE_UNAVAILABLE");
     expect(await target.list()).toEqual(before); // the store's own key is back, the file's keys are gone
     expect((await target.verify(mine.key))?.description).toBe("the target's own");
+  });
+
+  /** A store whose name claims call `onClaim` first (the nth claim of a name: 1, 2, ...), and an export of `count` keys. */
+  async function watched(count: number, onClaim: (n: number) => Promise<void> | void) {
+    const from = createKeyStore();
+    for (let i = 0; i < count; i++) await from.create({ name: `key ${i}`, roles: ["GUEST"], permissions: [] });
+    const keys = parseExport(text(exportLines(await from.exportRecords()))).keys;
+    const storage = createStorage();
+    const local = createLocalAtomicIndex(storage);
+    let claims = 0;
+    const atomic = { ...local, claim: async (key: string, value: string) => (key.startsWith("names:") && (await onClaim(++claims)), local.claim(key, value)) };
+    return { keys, store: createKeyStore({ storage, atomic }) };
+  }
+
+  it("rolls back an import cancelled by its signal mid-commit, keys it replaced included, and rejects with CANCELLED", async () => {
+    const controller = new AbortController();
+    const { keys, store } = await watched(200, (n) => void (n === 100 && controller.abort())); // some names claimed by then
+    const mine = await store.create({ name: "key 7", roles: ["VIEWER"], permissions: [] });
+    const refused = await refusal(store.importRecords(keys, { onConflict: "overwrite", signal: controller.signal }));
+    expect(refused).toEqual({ code: "CANCELLED", message: "Cancelled; nothing was changed" });
+    expect((await store.list()).map((key) => [key.name, key.id])).toEqual([["key 7", mine.id]]);
+    expect((await store.verify(mine.key))?.roles).toEqual(["VIEWER"]);
+    expect(await store.importRecords(keys, { onConflict: "overwrite" })).toMatchObject({ replaced: [{ name: "key 7" }] }); // nothing left in the way
+    expect(await store.list()).toHaveLength(200);
+  });
+
+  it("imports nothing when a name of the file is created meanwhile, and never clobbers the key created", async () => {
+    let created: Awaited<ReturnType<KeyStore["create"]>> | undefined;
+    const { keys, store } = await watched(150, async (n) => {
+      if (n === 1) created = await store.create({ name: "key 120", roles: ["ADMIN"], permissions: [] });
+    });
+    const refused = await refusal(store.importRecords(keys));
+    const line = keys.find((key) => key.record.name === "key 120")!.line;
+    expect(refused).toEqual({ code: "NAME_TAKEN", message: `Line ${line} of the import: the name 'key 120' was taken meanwhile. Nothing was imported` });
+    expect((await store.list()).map((key) => key.id)).toEqual([created!.id]);
+    expect((await store.verify(created!.key))?.roles).toEqual(["ADMIN"]);
   });
 
   it("refuses a malformed, tampered or newer file whole, naming the line", async () => {
