@@ -1,8 +1,10 @@
 /**
  * Exporting a store's records and importing them into another (the format is in transfer.ts). An import
- * keeps ids, names, hashes and times, so every secret that worked before works after it. It writes each
- * key the way a create does (record and secret entry, then its `import` event, then the commit point on
- * its name), so a crash mid-way leaves whole keys or unreferenced records, never a half-made key.
+ * keeps ids, names, hashes and times, so every secret that worked before works after it. All or nothing,
+ * also when stopped part-way: under a journal (`_import-journal.ts`) it stages every key's record and secret
+ * entry, appends the `import` events (before the commit, as every change does), then commits each key by
+ * claiming its name; a failure or a signal rolls it all back, and a process killed meanwhile leaves the
+ * journal, which the next open of the store rolls back.
  */
 import type { StoredKey } from "../core/model.ts";
 import { isKeyId } from "../core/input.ts";

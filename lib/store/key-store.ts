@@ -17,6 +17,8 @@
  *   retired:<sha256>     { id, name, retiredAt } of a secret that works no more (`_retired.ts`): written
  *                        by `discard`, which every removal ends in; never read by `verify`
  *   meta:revision        changes whenever a key is deleted, replaced or updated
+ *   meta:import          the journal of an import in progress (`_import-journal.ts`): rolled back by the
+ *                        next open of the store when its process died
  *
  * The audit trail is kept beside it (`AuditLog`): each change appends its event before the change's
  * commit point (a name entry claimed, swapped or taken, or for an update its record rewritten), so no
