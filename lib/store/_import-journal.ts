@@ -25,7 +25,7 @@ const BEAT_MS = 5_000;
 /** An import on another host that has not beaten for this long is taken for dead. */
 const DEAD_MS = 60_000;
 /** Keys written (or undone) per step; between steps the import yields, so a signal is seen. */
-export const BATCH = 64;
+export const BATCH = 256;
 
 /** A key the import writes, as the journal names it. */
 export interface JournalKey {

@@ -150,6 +150,31 @@ async function inBatches<T>(items: readonly T[], signal: AbortSignal | undefined
   }
 }
 
+/** Names one script claims at most (Redis runs nothing else meanwhile); a larger import claims them one at a time. */
+const CLAIM_ALL_MAX = 50_000;
+
+/**
+ * Makes the staged keys live: all names in one atomic step where the backend can (`claimAll`: no reader
+ * ever sees part of the import), else one at a time (the journal covers a stop part-way); NAME_TAKEN when
+ * a name was taken meanwhile.
+ */
+async function commitAll(ctx: StoreContext, toWrite: readonly ExportedKey[], records: readonly StoredKey[], signal?: AbortSignal): Promise<void> {
+  const taken = (i: number) =>
+    new ServiceError("NAME_TAKEN", `Line ${toWrite[i].line} of the import: the name '${records[i].name}' was taken meanwhile. Nothing was imported`);
+  const all = records.map((_, i) => i);
+  const live = all.filter((i) => !records[i].graceUntil);
+  const atOnce = ctx.atomic.claimAll && live.length <= CLAIM_ALL_MAX;
+  if (atOnce) {
+    await checkpoint(signal);
+    const found = await ctx.atomic.claimAll!(live.map((i) => [ctx.entries.nameKey(records[i].name), records[i].id] as const));
+    if (found !== null) throw taken(live[found]);
+  }
+  // Keys in a grace period (their grace entry), or every key where the backend cannot claim them at once.
+  await inBatches(atOnce ? all.filter((i) => records[i].graceUntil) : all, signal, async (i) => {
+    if (!(await commitKey(ctx, records[i]))) throw taken(i);
+  });
+}
+
 const journalKey = ({ id, name, hash, graceUntil }: StoredKey): JournalKey => ({ id, name, hash, ...(graceUntil ? { grace: true as const } : {}) });
 
 /**
@@ -174,11 +199,7 @@ async function applyImport(ctx: StoreContext, removeById: RemoveById, { toRemove
     if (replaced.length) await running.writing();
     await inBatches(records, signal, (record) => stage(ctx, record));
     await inBatches(records, signal, (record) => ctx.audit("import", record, change));
-    await inBatches(toWrite.map((key, i) => ({ key, record: records[i] })), signal, async ({ key, record }) => {
-      if (!(await commitKey(ctx, record))) {
-        throw new ServiceError("NAME_TAKEN", `Line ${key.line} of the import: the name '${record.name}' was taken meanwhile. Nothing was imported`);
-      }
-    });
+    await commitAll(ctx, toWrite, records, signal);
     await running.finish();
   } catch (error) {
     let lost: string | undefined;
