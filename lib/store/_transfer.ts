@@ -113,11 +113,12 @@ interface ImportPlan {
 }
 
 /** Sorts `keys` by their conflicts under `onConflict`; a conflict under "fail" throws before anything is written. */
-async function planImport(ctx: StoreContext, keys: readonly ExportedKey[], onConflict: ImportOptions["onConflict"] = "fail"): Promise<ImportPlan> {
+async function planImport(ctx: StoreContext, keys: readonly ExportedKey[], onConflict: ImportOptions["onConflict"] = "fail", signal?: AbortSignal): Promise<ImportPlan> {
   const report: ImportReport = { imported: [], skipped: [], replaced: [] };
   const toRemove = new Set<string>();
   const toWrite: ExportedKey[] = [];
-  for (const key of keys) {
+  for (const [i, key] of keys.entries()) {
+    if (i % BATCH === 0) await checkpoint(signal); // a long plan can be cancelled too (it writes nothing)
     const found = await conflicts(ctx, key.record);
     const entry: ImportedKey = { id: key.record.id, name: key.record.name, line: key.line };
     if (found.length === 0) {
@@ -219,7 +220,7 @@ async function importRecords(ctx: StoreContext, removeById: RemoveById, keys: re
   const restore: Restore = (record) => put(ctx, record, { actor });
   // An import by a live process is in the way: its keys would read as conflicts, or vanish from under this one.
   if (!dryRun) await clearWay(ctx, restore, { actor });
-  const plan = await planImport(ctx, keys, onConflict);
+  const plan = await planImport(ctx, keys, onConflict, signal);
   if (!dryRun) await applyImport(ctx, removeById, plan, { actor }, signal);
   return plan.report;
 }
