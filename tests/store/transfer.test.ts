@@ -158,6 +158,28 @@ describe("export and import", () => {
     });
   }
 
+  it("runs one import at a time: a second one while the first runs is refused and changes nothing", async () => {
+    let paused!: () => void;
+    const pause = new Promise<void>((resume) => (paused = resume));
+    let started!: () => void;
+    const running = new Promise<void>((go) => (started = go));
+    const { keys, store } = await watched(20, false, () => {}, async (event) => {
+      if (event.action === "import") {
+        started();
+        await pause;
+      }
+    });
+    const first = store.importRecords(keys.slice(0, 10));
+    await running;
+    const second = await refusal(store.importRecords(keys.slice(10)));
+    expect(second.code).toBe("STORE_UNAVAILABLE");
+    expect(second.message).toMatch(/another import into it is in progress \(process \d+ on .+\); nothing was imported/);
+    paused();
+    expect((await first).imported).toHaveLength(10);
+    expect((await store.list()).map((key) => key.name).sort()).toEqual(keys.slice(0, 10).map((key) => key.record.name).sort());
+    expect((await store.importRecords(keys.slice(10))).imported).toHaveLength(10); // once it is done
+  });
+
   it("refuses a malformed, tampered or newer file whole, naming the line", async () => {
     const { store } = await source();
     const lines = text(exportLines(await store.exportRecords())).trimEnd().split("\n");
