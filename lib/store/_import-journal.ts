@@ -101,7 +101,7 @@ async function unwrite(ctx: StoreContext, keys: readonly JournalKey[], change: C
   const { atomic, audit, entries } = ctx;
   await ctx.bumpRevision(); // a server may remember a verification of a key this takes away
   for (let at = 0; at < keys.length; at += BATCH) {
-    await Promise.all(keys.slice(at, at + BATCH).map(async (key) => {
+    const steps = await Promise.allSettled(keys.slice(at, at + BATCH).map(async (key) => {
       const entry = key.grace ? entries.graceKey(key.name) : entries.nameKey(key.name);
       if ((await entries.readId(entry)) === key.id) {
         await audit("delete", key, { ...change, reason: "an import that did not finish, rolled back" });
@@ -109,6 +109,8 @@ async function unwrite(ctx: StoreContext, keys: readonly JournalKey[], change: C
       }
       await entries.discard(key, false); // never this store's secret: not retired
     }));
+    const failed = steps.find((step) => step.status === "rejected");
+    if (failed) throw failed.reason; // the journal stays: the next open tries again
   }
   await ctx.bumpRevision();
 }
