@@ -13,6 +13,7 @@ import { createStorage } from "unstorage";
 import { fsDriver } from "./drivers/fs.ts";
 import { createStoreDir } from "./drivers/_fs-presence.ts";
 import { createKeyStore, type KeyStore } from "./key-store.ts";
+import { JOURNAL } from "./_import-journal.ts";
 import { redactRedisUrl } from "./drivers/_redis-url.ts";
 import { parseDuration } from "../core/lifecycle.ts";
 
@@ -107,9 +108,18 @@ export async function openKeyStore(
   }
   if (spec.kind === "fs") {
     if (options.create) createStoreDir(spec.dir);
-    const driver = fsDriver({ base: spec.dir, blocking: options.oneShot, debug });
-    driver.check(); // a bad, foreign or loose directory is reported before any work, and a server never starts on one
-    return recovered(createKeyStore({ storage: createStorage({ driver }), atomic: driver.atomic, audit: driver.audit, debug, retiredRetentionMs }), debug);
+    const open = (blocking?: boolean) => {
+      const driver = fsDriver({ base: spec.dir, blocking, debug });
+      driver.check(); // a bad, foreign or loose directory is reported before any work, and a server never starts on one
+      const storage = createStorage({ driver });
+      return { storage, store: createKeyStore({ storage, atomic: driver.atomic, audit: driver.audit, debug, retiredRetentionMs }) };
+    };
+    const { storage, store } = open(options.oneShot);
+    if (!options.oneShot || !(await storage.hasItem(JOURNAL))) return recovered(store, debug);
+    // An import to roll back: on the thread pool, where the fsyncs of its thousands of removals overlap.
+    const pooled = open(false).store;
+    await recovered(pooled, debug).finally(() => pooled.close());
+    return store;
   }
   const { openRedisBackend } = await import("./drivers/redis.ts");
   const backend = await openRedisBackend(spec.url);
