@@ -115,7 +115,8 @@ export async function openKeyStore(
       return { storage, store: createKeyStore({ storage, atomic: driver.atomic, audit: driver.audit, debug, retiredRetentionMs }) };
     };
     const { storage, store } = open(options.oneShot);
-    if (!options.oneShot || !(await storage.hasItem(JOURNAL))) return recovered(store, debug);
+    if (!options.oneShot) return recovered(store, debug);
+    if (!(await storage.hasItem(JOURNAL))) return store; // one read: nothing to roll back
     // An import to roll back: on the thread pool, where the fsyncs of its thousands of removals overlap.
     const pooled = open(false).store;
     await recovered(pooled, debug).finally(() => pooled.close());
