@@ -76,13 +76,29 @@ function summary(report: ImportReport, dryRun: boolean, auditEvents: number): st
   return text;
 }
 
+/**
+ * Runs `fn` with a signal that SIGINT or SIGTERM aborts: the import then rolls back what it wrote and fails
+ * with CANCELLED (exit 130), rather than the process dying with half the keys in. A signal that comes once
+ * the import has committed changes nothing: it is done.
+ */
+async function untilSignal<T>(fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const controller = new AbortController();
+  const abort = () => controller.abort();
+  process.on("SIGINT", abort).on("SIGTERM", abort);
+  try {
+    return await fn(controller.signal);
+  } finally {
+    process.off("SIGINT", abort).off("SIGTERM", abort);
+  }
+}
+
 /** `--import <file|-> [--dry-run] [--on-conflict fail|skip|overwrite]`. */
 export async function importKeys(flags: ApikeyFlags, store: TransferStore, asJson: boolean): Promise<Output> {
   const onConflict = onConflictOf(flags);
   const importRecords = local(store, "importRecords", "--import");
   const contents = parseExport(readImport(String(flags.import)));
   const dryRun = Boolean(flags.dryRun);
-  const report = await importRecords(contents.keys, { onConflict, dryRun });
+  const report = await untilSignal((signal) => importRecords(contents.keys, { onConflict, dryRun, signal }));
   const text = summary(report, dryRun, contents.audit.length);
   if (!asJson) return { notice: text, exitCode: 0 };
   const keys = [

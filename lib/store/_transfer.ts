@@ -1,8 +1,10 @@
 /**
  * Exporting a store's records and importing them into another (the format is in transfer.ts). An import
- * keeps ids, names, hashes and times, so every secret that worked before works after it. It writes each
- * key the way a create does (record and secret entry, then its `import` event, then the commit point on
- * its name), so a crash mid-way leaves whole keys or unreferenced records, never a half-made key.
+ * keeps ids, names, hashes and times, so every secret that worked before works after it. All or nothing,
+ * also when stopped part-way: under a journal (`_import-journal.ts`) it stages every key's record and secret
+ * entry, appends the `import` events (before the commit, as every change does), then commits each key by
+ * claiming its name; a failure or a signal rolls it all back, and a process killed meanwhile leaves the
+ * journal, which the next open of the store rolls back.
  */
 import type { StoredKey } from "../core/model.ts";
 import { isKeyId } from "../core/input.ts";
@@ -11,6 +13,7 @@ import { creditsAt, storedCredits } from "../core/credits.ts";
 import type { StoreContext } from "./_context.ts";
 import type { ExportedKey } from "./transfer.ts";
 import type { ChangeOptions, ImportOptions, ImportReport, ImportedKey } from "./types.ts";
+import { BATCH, beginImport, checkpoint, clearWay, type JournalKey, recoverImport, type Restore } from "./_import-journal.ts";
 
 /** Name entries read per batch. */
 const CHUNK = 256;
@@ -77,26 +80,32 @@ function restamped(record: StoredKey, now: number): StoredKey {
   return record.credits ? { ...record, credits: storedCredits(creditsAt(record.credits, now), now, record.credits) } : record;
 }
 
-/** Writes one key; false when its name was taken meanwhile (then nothing of it is left). */
+/** Writes one key whole, as a create does; false when its name was taken meanwhile (then nothing of it is left). */
 async function put(ctx: StoreContext, exported: StoredKey, change: ChangeOptions): Promise<boolean> {
-  const { storage, atomic, audit } = ctx;
   const record = restamped(exported, ctx.now());
-  const { nameKey, graceKey, discard } = ctx.entries;
-  const hashes = [record.hash, ...(record.retiring ? [record.retiring.hash] : [])]; // a rotated key's old secret too
-  await Promise.all([storage.setItem(`keys:${record.id}`, record), ...hashes.map((hash) => storage.setItem(`secrets:${hash}`, record.id))]);
+  await stage(ctx, record);
   try {
-    await audit("import", record, change);
-    if (record.graceUntil) {
-      await atomic.exclusive(`keys:${record.id}`, () => storage.setItem(graceKey(record.name), record.id));
-      return true;
-    }
-    if (await atomic.claim(nameKey(record.name), record.id)) return true;
+    await ctx.audit("import", record, change);
+    if (await commitKey(ctx, record)) return true;
   } catch (error) {
-    await discard(record, false).catch(() => {}); // not imported: never a key of this store
+    await ctx.entries.discard(record, false).catch(() => {}); // not imported: never a key of this store
     throw error;
   }
-  await discard(record, false);
+  await ctx.entries.discard(record, false);
   return false;
+}
+
+/** A key's record and secret entry: written, but no key until its name (or grace) entry points at it. */
+async function stage({ storage }: StoreContext, record: StoredKey): Promise<void> {
+  const hashes = [record.hash, ...(record.retiring ? [record.retiring.hash] : [])]; // a rotated key's old secret too
+  await Promise.all([storage.setItem(`keys:${record.id}`, record), ...hashes.map((hash) => storage.setItem(`secrets:${hash}`, record.id))]);
+}
+
+/** The commit point of one staged key: its name entry claimed (its grace entry set); false when the name was taken. */
+async function commitKey({ storage, atomic, entries }: StoreContext, record: StoredKey): Promise<boolean> {
+  if (!record.graceUntil) return atomic.claim(entries.nameKey(record.name), record.id);
+  await atomic.exclusive(`keys:${record.id}`, () => storage.setItem(entries.graceKey(record.name), record.id));
+  return true;
 }
 
 /** What an import will do, decided before it writes anything: the report, the keys to remove and those to write. */
@@ -107,11 +116,12 @@ interface ImportPlan {
 }
 
 /** Sorts `keys` by their conflicts under `onConflict`; a conflict under "fail" throws before anything is written. */
-async function planImport(ctx: StoreContext, keys: readonly ExportedKey[], onConflict: ImportOptions["onConflict"] = "fail"): Promise<ImportPlan> {
+async function planImport(ctx: StoreContext, keys: readonly ExportedKey[], onConflict: ImportOptions["onConflict"] = "fail", signal?: AbortSignal): Promise<ImportPlan> {
   const report: ImportReport = { imported: [], skipped: [], replaced: [] };
   const toRemove = new Set<string>();
   const toWrite: ExportedKey[] = [];
-  for (const key of keys) {
+  for (const [i, key] of keys.entries()) {
+    if (i % BATCH === 0) await checkpoint(signal); // a long plan can be cancelled too (it writes nothing)
     const found = await conflicts(ctx, key.record);
     const entry: ImportedKey = { id: key.record.id, name: key.record.name, line: key.line };
     if (found.length === 0) {
@@ -134,41 +144,88 @@ async function planImport(ctx: StoreContext, keys: readonly ExportedKey[], onCon
   return { report, toRemove, toWrite };
 }
 
-/** Carries out `plan`: removes the keys it replaces, then writes its keys; all or nothing. */
-async function applyImport(ctx: StoreContext, removeById: RemoveById, { toRemove, toWrite }: ImportPlan, change: ChangeOptions): Promise<void> {
+/** Runs `step` over `items` a batch at a time; between batches a signal may cancel (`checkpoint`). */
+async function inBatches<T>(items: readonly T[], signal: AbortSignal | undefined, step: (item: T) => Promise<unknown>): Promise<void> {
+  for (let at = 0; at < items.length; at += BATCH) {
+    await checkpoint(signal);
+    // Every step of a batch settles before a failure is thrown: the rollback must not race one still running.
+    const failed = (await Promise.allSettled(items.slice(at, at + BATCH).map(step))).find((r) => r.status === "rejected");
+    if (failed) throw failed.reason;
+  }
+}
+
+/** Names one script claims at most (Redis runs nothing else meanwhile); a larger import claims them one at a time. */
+const CLAIM_ALL_MAX = 50_000;
+
+/**
+ * Makes the staged keys live: all names in one atomic step where the backend can (`claimAll`: no reader
+ * ever sees part of the import), else one at a time (the journal covers a stop part-way); NAME_TAKEN when
+ * a name was taken meanwhile.
+ */
+async function commitAll(ctx: StoreContext, toWrite: readonly ExportedKey[], records: readonly StoredKey[], signal?: AbortSignal): Promise<void> {
+  const taken = (i: number) =>
+    new ServiceError("NAME_TAKEN", `Line ${toWrite[i].line} of the import: the name '${records[i].name}' was taken meanwhile. Nothing was imported`);
+  const all = records.map((_, i) => i);
+  const live = all.filter((i) => !records[i].graceUntil);
+  const atOnce = ctx.atomic.claimAll && live.length <= CLAIM_ALL_MAX;
+  if (atOnce) {
+    await checkpoint(signal);
+    const found = await ctx.atomic.claimAll!(live.map((i) => [ctx.entries.nameKey(records[i].name), records[i].id] as const));
+    if (found !== null) throw taken(live[found]);
+  }
+  // Keys in a grace period (their grace entry), or every key where the backend cannot claim them at once.
+  await inBatches(atOnce ? all.filter((i) => records[i].graceUntil) : all, signal, async (i) => {
+    if (!(await commitKey(ctx, records[i]))) throw taken(i);
+  });
+}
+
+const journalKey = ({ id, name, hash, graceUntil, retiring }: StoredKey): JournalKey =>
+  ({ id, name, hash, ...(retiring ? { retiring } : {}), ...(graceUntil ? { grace: true as const } : {}) });
+
+/**
+ * Carries out `plan`, all or nothing, under the import's journal (`_import-journal.ts`): removes the keys it
+ * replaces, stages every record and secret entry (no key yet: nothing points at them), appends the events,
+ * then commits each key by claiming its name. Any failure, or `signal`, rolls it all back; a process killed
+ * meanwhile leaves the journal, and the next open of the store rolls it back.
+ */
+async function applyImport(ctx: StoreContext, removeById: RemoveById, { toRemove, toWrite }: ImportPlan, change: ChangeOptions, signal?: AbortSignal): Promise<void> {
+  if (!toRemove.size && !toWrite.length) return;
+  await checkpoint(signal);
   if (!(await ctx.readRevision())) await ctx.bumpRevision();
-  // The keys an overwrite replaces, whole, so that a failed import can put them back.
-  const replaced: StoredKey[] = [];
-  const written: string[] = [];
+  const restore: Restore = (record) => put(ctx, record, change);
+  const replaced = (await Promise.all([...toRemove].map((id) => ctx.entries.readRecord(id)))).filter((r): r is StoredKey => r !== null);
+  const records = toWrite.map((key) => restamped(key.record, ctx.now()));
+  const running = await beginImport(ctx, records.map(journalKey), replaced, restore);
   try {
     for (const id of toRemove) {
-      const record = await ctx.entries.readRecord(id);
-      if (record && (await removeById(id, "delete", change))) replaced.push(record);
+      await checkpoint(signal);
+      await removeById(id, "delete", change);
     }
-    for (const key of toWrite) {
-      if (!(await put(ctx, key.record, change))) {
-        throw new ServiceError("NAME_TAKEN", `Line ${key.line} of the import: the name '${key.record.name}' was taken meanwhile`);
-      }
-      written.push(key.record.id);
-    }
+    if (replaced.length) await running.writing();
+    await inBatches(records, signal, (record) => stage(ctx, record));
+    await inBatches(records, signal, (record) => ctx.audit("import", record, change));
+    await commitAll(ctx, toWrite, records, signal);
+    await running.finish();
   } catch (error) {
-    // All or nothing: what this import wrote is removed again (each removal is an audited delete), and the
-    // keys it replaced are put back as they were (each an audited import), so their secrets work again.
-    for (const id of written.reverse()) await removeById(id, "delete", change).catch(() => {});
-    const lost: string[] = [];
-    for (const record of replaced) if (!(await put(ctx, record, change).catch(() => false))) lost.push(`'${record.name}' (${record.id})`);
-    if (lost.length && error instanceof ServiceError) {
-      throw new ServiceError(error.code, `${error.message}. The keys it replaced could not all be put back: ${lost.join(", ")}`);
+    let lost: string | undefined;
+    try {
+      lost = await running.rollBack(change);
+    } catch (cause) {
+      lost = `It could not be rolled back now (${(cause as Error).message}); the next command that opens the store rolls it back`;
     }
+    if (lost && error instanceof ServiceError) throw new ServiceError(error.code, `${error.message}. ${lost}`, { cause: error });
     throw error;
   }
 }
 
 /** Imports `keys` into the store of `ctx`; `removeById` removes the keys an overwrite replaces. */
 async function importRecords(ctx: StoreContext, removeById: RemoveById, keys: readonly ExportedKey[], options: ImportOptions = {}): Promise<ImportReport> {
-  const { onConflict = "fail", dryRun = false, actor } = options;
-  const plan = await planImport(ctx, keys, onConflict);
-  if (!dryRun) await applyImport(ctx, removeById, plan, { actor });
+  const { onConflict = "fail", dryRun = false, actor, signal } = options;
+  const restore: Restore = (record) => put(ctx, record, { actor });
+  // An import by a live process is in the way: its keys would read as conflicts, or vanish from under this one.
+  if (!dryRun) await clearWay(ctx, restore, { actor });
+  const plan = await planImport(ctx, keys, onConflict, signal);
+  if (!dryRun) await applyImport(ctx, removeById, plan, { actor }, signal);
   return plan.report;
 }
 
@@ -183,5 +240,7 @@ export function createTransfer(ctx: StoreContext, removeById: RemoveById, graced
     /** Every key the store holds, live ones then those in a grace period, with their hashes. */
     exportRecords: async (): Promise<StoredKey[]> => [...(await liveRecords(ctx)), ...(await graced())],
     importRecords: (keys: readonly ExportedKey[], options?: ImportOptions) => importRecords(ctx, removeById, keys, options),
+    /** Rolls back an import left by a dead process (`_import-journal.ts`); one still running is left alone. */
+    recover: async (): Promise<void> => void (await recoverImport(ctx, (record) => put(ctx, record, {}))),
   };
 }

@@ -21,6 +21,13 @@ export interface AtomicIndex {
    * it the store falls back to `swap`, and an event may then name another key than the one replaced.
    */
   swapIf?(key: string, expected: string, value: string): Promise<boolean>;
+  /**
+   * Optional: claims every `[key, value]` of `entries` in one atomic step, only if none of the keys is there;
+   * null when it did, else the position of a key that was there (then nothing is set). An import commits its
+   * keys with it, so no reader ever sees part of one. Without it the store claims them one at a time, under
+   * the import's journal.
+   */
+  claimAll?(entries: readonly (readonly [string, string])[]): Promise<number | null>;
   /** Removes `key` and returns its value; of concurrent callers exactly one gets it. */
   take(key: string): Promise<string | null>;
   /** Removes `key` only if it holds `value` (compare and delete); true when this call removed it. */
@@ -68,6 +75,12 @@ export function createLocalAtomicIndex(storage: Storage): AtomicIndex {
         if (await storage.hasItem(key)) return false;
         await storage.setItem(key, value);
         return true;
+      }),
+    claimAll: (entries) =>
+      serial(async () => {
+        for (const [at, [key]] of entries.entries()) if (await storage.hasItem(key)) return at;
+        for (const [key, value] of entries) await storage.setItem(key, value);
+        return null;
       }),
     swap: (key, value) =>
       serial(async () => {

@@ -13,6 +13,7 @@ import { createStorage } from "unstorage";
 import { fsDriver } from "./drivers/fs.ts";
 import { createStoreDir } from "./drivers/_fs-presence.ts";
 import { createKeyStore, createUpgradedKeyStore, type KeyStore } from "./key-store.ts";
+import { JOURNAL } from "./_import-journal.ts";
 import { redactRedisUrl } from "./drivers/_redis-url.ts";
 import { parseDuration } from "../core/lifecycle.ts";
 
@@ -107,18 +108,37 @@ export async function openKeyStore(
   }
   if (spec.kind === "fs") {
     if (options.create) await createStoreDir(spec.dir);
-    const driver = fsDriver({ base: spec.dir, blocking: options.oneShot, debug });
-    await driver.check(); // a bad, foreign or loose directory is reported before any work, and a server never starts on one
-    return await createUpgradedKeyStore({ storage: createStorage({ driver }), atomic: driver.atomic, audit: driver.audit, debug, retiredRetentionMs });
+    const open = async (blocking?: boolean) => {
+      const driver = fsDriver({ base: spec.dir, blocking, debug });
+      await driver.check(); // a bad, foreign or loose directory is reported before any work, and a server never starts on one
+      const storage = createStorage({ driver });
+      return { storage, store: await createUpgradedKeyStore({ storage, atomic: driver.atomic, audit: driver.audit, debug, retiredRetentionMs }) };
+    };
+    const { storage, store } = await open(options.oneShot);
+    if (!options.oneShot) return recovered(store, debug);
+    if (!(await storage.hasItem(JOURNAL))) return store; // one read: nothing to roll back
+    // An import to roll back: on the thread pool, where the fsyncs of its thousands of removals overlap.
+    const pooled = (await open(false)).store;
+    await recovered(pooled, debug).finally(() => pooled.close());
+    return store;
   }
   const { openRedisBackend } = await import("./drivers/redis.ts");
   const backend = await openRedisBackend(spec.url);
   try {
-    return await createUpgradedKeyStore({ ...backend, debug, retiredRetentionMs }); // its audit trail included
+    return await recovered(await createUpgradedKeyStore({ ...backend, debug, retiredRetentionMs }), debug); // its audit trail included
   } catch (error) {
     await backend.dispose();
     throw error;
   }
+}
+
+/**
+ * `store`, once an import a killed process left half done is rolled back: whatever the command, none of its
+ * keys is seen. Should that fail (a store this user may only read), the command goes on and says so at debug.
+ */
+async function recovered(store: KeyStore, debug?: (message: string) => void): Promise<KeyStore> {
+  await store.recover?.().catch((error) => debug?.(`store: an interrupted import was not rolled back: ${(error as Error).message}`));
+  return store;
 }
 
 export { bindThenSettleAsOwner } from "./drivers/_fs-owner.ts";

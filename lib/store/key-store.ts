@@ -18,6 +18,8 @@
  *                        by `discard`, which every removal ends in; never read by `verify`
  *   meta:revision        changes whenever a key is deleted, replaced or updated
  *   meta:format          the layout, once an older one was brought up to it (`_migrate.ts`)
+ *   meta:import          the journal of an import in progress (`_import-journal.ts`): rolled back by the
+ *                        next open of the store when its process died
  *
  * The audit trail is kept beside it (`AuditLog`): each change appends its event before the change's
  * commit point (a name entry claimed, swapped or taken, or for an update its record rewritten), so no
@@ -235,6 +237,7 @@ function buildStore({ ctx, memory, retired, auditLog }: ReturnType<typeof openCo
     auditPage: (query) => guard("read the audit trail", () => pageOf(auditLog, query)),
     exportRecords: () => guard("export keys", transfer.exportRecords),
     importRecords: (keys, options) => guard("import keys", () => transfer.importRecords(keys, options)),
+    recover: () => guard("roll back an interrupted import", transfer.recover),
     close: async () => {
       await usage.close().catch(() => {}); // the uses verifyDetailed counted, written while the storage is open
       await options.dispose?.();

@@ -93,6 +93,8 @@ export interface ImportOptions extends ChangeOptions {
   onConflict?: OnConflict;
   /** Check and report, change nothing. */
   dryRun?: boolean;
+  /** Cancels the import (SIGINT, SIGTERM): what it wrote is rolled back, and it rejects with `CANCELLED`. */
+  signal?: AbortSignal;
 }
 
 /** A key of an import, with the line of the file it came from. */
@@ -239,9 +241,15 @@ export interface KeyStore {
   /**
    * Loads exported keys (see `parseExport`) as they were: same ids, names, hashes and times, so their
    * secrets keep working. All or nothing: a conflict (with the default `onConflict: "fail"`) or a failed
-   * write leaves the store as it was. Each key imported is an audit event `import`.
+   * write leaves the store as it was. Each key imported is an audit event `import`. One import runs at a
+   * time; one whose process died is rolled back by `recover` or the next import.
    */
   importRecords(keys: readonly ExportedKey[], options?: ImportOptions): Promise<ImportReport>;
+  /**
+   * Rolls back an import whose process died mid-way (killed, SIGKILL included), so that none of its keys
+   * stays. `openKeyStore` calls it; a store made with `createKeyStore` should call it once after opening.
+   */
+  recover?(): Promise<void>;
   close(): Promise<void>;
 }
 

@@ -1,11 +1,13 @@
 // `apikey --export` and `--import` as a user runs them: the CLI as a child process, a file of mode 0600 that
 // holds no secret, and a store of 1,000 keys moved from files to a real redis-server, where a server on the
-// new store accepts every secret.
-import { readFileSync, statSync, writeFileSync } from "node:fs";
+// new store accepts every secret; an import stopped by any signal at any moment leaves all its keys or none.
+import { spawn } from "node:child_process";
+import { createHash, randomUUID } from "node:crypto";
+import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runCli, tempDir } from "../helpers/cli.ts";
-import { type RedisServer, startRedis } from "../helpers/redis.ts";
+import { CLI, runCli, tempDir } from "../helpers/cli.ts";
+import { type RedisServer, redisCommand, startRedis } from "../helpers/redis.ts";
 import { startServer } from "../helpers/server.ts";
 import { openKeyStore, parseStoreSpec } from "../../lib/store/config.ts";
 
@@ -104,4 +106,101 @@ describe("apikey --export / --import", () => {
       await server.stop();
     }
   }, 180_000);
+});
+
+/** An export of `count` keys, written straight away (no store needed: the file is what an export writes). */
+function exportFile(path: string, count: number): string {
+  const at = new Date().toISOString();
+  const lines = [JSON.stringify({ format: "service-api-keys", version: 1, exportedAt: at, keys: count, auditEvents: 0 })];
+  for (let i = 0; i < count; i++) {
+    const hash = createHash("sha256").update(`${path} ${i}`).digest("hex");
+    lines.push(JSON.stringify({ type: "key", id: randomUUID(), name: `key ${i}`, roles: ["GUEST"], permissions: [], createdAt: at, hash }));
+  }
+  writeFileSync(path, `${lines.join("\n")}\n`);
+  return path;
+}
+
+/** Runs `--import file` into `store` and sends `signal` once `ready` says so (polled); resolves when the CLI exits. */
+function importUntil(store: string, file: string, signal: NodeJS.Signals, ready: () => Promise<boolean>) {
+  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
+    const child = spawn(process.execPath, [CLI, "apikey", "--import", file, "--json", "--store", store], { env: { ...process.env, LOG_LEVEL: undefined, NO_COLOR: "1" } });
+    let stdout = "", stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (d) => (stdout += d));
+    child.stderr.setEncoding("utf8").on("data", (d) => (stderr += d));
+    child.on("error", reject);
+    let done = false;
+    child.on("close", (code) => {
+      done = true;
+      resolve({ code, stdout, stderr });
+    });
+    void (async () => {
+      while (!done && !(await ready().catch(() => false))) await new Promise((r) => setTimeout(r, 5));
+      if (!done) child.kill(signal);
+    })();
+  });
+}
+
+const entries = (dir: string) => {
+  try {
+    return readdirSync(dir).filter((name) => !name.endsWith(".tmp")).length;
+  } catch {
+    return 0;
+  }
+};
+const count = async (port: number, command: string) => Number((await redisCommand(port, command)).replace(/^:/, "").trim());
+
+describe("an interrupted --import", () => {
+  // Each backend: where the keys go, when the import has staged records, when it has committed names.
+  const backends = (label: string) => {
+    if (label === "files") {
+      return (n: number) => {
+        const store = join(tmp.dir, `cut-${n}`);
+        return { store, staged: async () => entries(join(store, "keys")) > 0, committed: async () => entries(join(store, "names")) > 0 };
+      };
+    }
+    return (n: number) => {
+      const prefix = `cut${n}`;
+      return {
+        store: `${redis.url}?prefix=${prefix}`,
+        staged: async () => (await count(redis.port, `ZCARD ${prefix}:order`)) > 0,
+        committed: async () => (await count(redis.port, `SCARD ${prefix}:members:names`)) > 0,
+      };
+    };
+  };
+
+  for (const [label, keys] of [["files", 1000], ["Redis", 2000]] as const) {
+    it(`leaves all ${keys} keys or none on ${label}, whatever signal stops it and when, and a rerun then imports them`, async () => {
+      const file = exportFile(join(tmp.dir, `cut-${label}.jsonl`), keys);
+      const backend = backends(label);
+      let n = label === "files" ? 0 : 10;
+      const moments = [["SIGKILL", "committed"], ["SIGKILL", "staged"], ["SIGINT", "committed"], ["SIGTERM", "staged"]] as const;
+      let reran = false; // once, after the first SIGKILL that left nothing: the same import, run again, works
+      for (const [signal, moment] of moments) {
+        const { store, ...when } = backend(n++);
+        const result = await importUntil(store, file, signal, when[moment]);
+        const listed = await cli(store, "--list", "--json");
+        expect(listed.code, listed.stderr).toBe(0);
+        const seen = JSON.parse(listed.stdout).keys.length;
+        // Redis commits every name in one step: a signal may land just after it, and then all of them stay.
+        if (result.code === 0 || seen === keys) {
+          expect([0, null], `${signal} came after the import was done`).toContain(result.code);
+          expect(seen).toBe(keys);
+          continue;
+        }
+        expect(seen, `${signal} once ${moment}: ${result.stderr}`).toBe(0);
+        if (signal !== "SIGKILL") {
+          expect(result.code).toBe(130);
+          expect(JSON.parse(result.stdout)).toEqual({ error: "Cancelled; nothing was changed", code: "CANCELLED" });
+        }
+        if (signal === "SIGKILL" && !reran) {
+          reran = true;
+          const rerun = await cli(store, "--import", file, "--json");
+          expect(rerun.code, rerun.stderr).toBe(0);
+          expect(JSON.parse(rerun.stdout).imported).toBe(keys);
+          expect(JSON.parse((await cli(store, "--list", "--json")).stdout).keys).toHaveLength(keys);
+        }
+      }
+      expect(reran).toBe(true);
+    }, 300_000);
+  }
 });

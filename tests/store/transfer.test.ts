@@ -3,8 +3,10 @@
 // whole, naming its line, and the target store is left exactly as it was.
 import { describe, expect, it } from "vitest";
 import { createStorage } from "unstorage";
-import { createKeyStore } from "../../lib/store/key-store.ts";
+import { type AtomicIndex, createKeyStore, createLocalAtomicIndex, type KeyStore } from "../../lib/store/key-store.ts";
 import { exportLines, parseExport } from "../../lib/store/transfer.ts";
+import { createMemoryAuditLog } from "../../lib/store/audit.ts";
+import type { AuditEvent } from "../../lib/core/model.ts";
 import { isServiceError } from "../../lib/core/errors.ts";
 import { generateSecret } from "../../lib/core/secret.ts";
 
@@ -129,6 +131,78 @@ describe("export and import", () => {
     expect(refused.code).toBe("STORE_UNAVAILABLE");
     expect(await target.list()).toEqual(before); // the store's own key is back, the file's keys are gone
     expect((await target.verify(mine.key))?.description).toBe("the target's own");
+  });
+
+  /**
+   * A store whose claims of names call `onClaim` first (the nth claim: 1, 2, ...), and an export of `count`
+   * keys. `atOnce`: the store commits an import's names in one step (`claimAll`, as on Redis), else one at a
+   * time (as on files).
+   */
+  async function watched(count: number, atOnce: boolean, onClaim: (n: number) => Promise<void> | void, onEvent?: (event: AuditEvent) => Promise<void>) {
+    const from = createKeyStore();
+    for (let i = 0; i < count; i++) await from.create({ name: `key ${i}`, roles: ["GUEST"], permissions: [] });
+    const keys = parseExport(text(exportLines(await from.exportRecords()))).keys;
+    const storage = createStorage();
+    const local = createLocalAtomicIndex(storage);
+    let claims = 0;
+    const atomic: AtomicIndex = {
+      ...local,
+      claim: async (key, value) => (key.startsWith("names:") && (await onClaim(++claims)), local.claim(key, value)),
+      claimAll: atOnce ? async (entries) => (await onClaim(++claims), local.claimAll!(entries)) : undefined,
+    };
+    const log = createMemoryAuditLog();
+    const audit = { ...log, append: async (event: AuditEvent) => (await onEvent?.(event), log.append(event)) };
+    return { keys, store: createKeyStore({ storage, atomic, audit }) };
+  }
+
+  it("rolls back an import cancelled by its signal mid-commit, keys it replaced included, and rejects with CANCELLED", async () => {
+    const controller = new AbortController();
+    const { keys, store } = await watched(600, false, (n) => void (n === 100 && controller.abort())); // some names claimed by then
+    const mine = await store.create({ name: "key 7", roles: ["VIEWER"], permissions: [] });
+    const refused = await refusal(store.importRecords(keys, { onConflict: "overwrite", signal: controller.signal }));
+    expect(refused).toEqual({ code: "CANCELLED", message: "Cancelled; nothing was changed" });
+    expect((await store.list()).map((key) => [key.name, key.id])).toEqual([["key 7", mine.id]]);
+    expect((await store.verify(mine.key))?.roles).toEqual(["VIEWER"]);
+    expect(await store.importRecords(keys, { onConflict: "overwrite" })).toMatchObject({ replaced: [{ name: "key 7" }] }); // nothing left in the way
+    expect(await store.list()).toHaveLength(600);
+  });
+
+  for (const atOnce of [false, true]) {
+    it(`imports nothing when a name of the file is created meanwhile, and never clobbers the key created (names claimed ${atOnce ? "at once" : "one at a time"})`, async () => {
+      let created: Promise<Awaited<ReturnType<KeyStore["create"]>>> | undefined;
+      // Once the import has staged its keys, before it commits any.
+      const { keys, store } = await watched(150, atOnce, () => {}, async (event) => {
+        if (event.action === "import") await (created ??= store.create({ name: "key 120", roles: ["ADMIN"], permissions: [] }));
+      });
+      const refused = await refusal(store.importRecords(keys));
+      const line = keys.find((key) => key.record.name === "key 120")!.line;
+      expect(refused).toEqual({ code: "NAME_TAKEN", message: `Line ${line} of the import: the name 'key 120' was taken meanwhile. Nothing was imported` });
+      const mine = await created!;
+      expect((await store.list()).map((key) => key.id)).toEqual([mine.id]);
+      expect((await store.verify(mine.key))?.roles).toEqual(["ADMIN"]);
+    });
+  }
+
+  it("runs one import at a time: a second one while the first runs is refused and changes nothing", async () => {
+    let paused!: () => void;
+    const pause = new Promise<void>((resume) => (paused = resume));
+    let started!: () => void;
+    const running = new Promise<void>((go) => (started = go));
+    const { keys, store } = await watched(20, false, () => {}, async (event) => {
+      if (event.action === "import") {
+        started();
+        await pause;
+      }
+    });
+    const first = store.importRecords(keys.slice(0, 10));
+    await running;
+    const second = await refusal(store.importRecords(keys.slice(10)));
+    expect(second.code).toBe("STORE_UNAVAILABLE");
+    expect(second.message).toMatch(/another import into it is in progress \(process \d+ on .+\); nothing was imported/);
+    paused();
+    expect((await first).imported).toHaveLength(10);
+    expect((await store.list()).map((key) => key.name).sort()).toEqual(keys.slice(0, 10).map((key) => key.record.name).sort());
+    expect((await store.importRecords(keys.slice(10))).imported).toHaveLength(10); // once it is done
   });
 
   it("refuses a malformed, tampered or newer file whole, naming the line", async () => {

@@ -98,7 +98,8 @@ export async function run(flags: ApikeyCommandFlags, io: CommandIO): Promise<Out
     // A list names the store it read (a missing one lists as empty only where a create could make it).
     const where = chooseMode(flags) === "list" ? (await import("../store-where.ts")).listedStore(spec) : undefined;
     const retiredRetentionMs = resolveRetiredRetention(flags.retiredRetention, io.env);
-    const store = await openKeyStore(spec, io.debug, { oneShot: true, retiredRetentionMs });
+    // An import writes thousands of files: on the thread pool their fsyncs overlap (the file system commits them together).
+    const store = await openKeyStore(spec, io.debug, { oneShot: chooseMode(flags) !== "import", retiredRetentionMs });
     try {
       return await go(store, where);
     } finally {

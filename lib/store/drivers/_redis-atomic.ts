@@ -2,6 +2,7 @@
  * The atomic index operations on Redis, on the backend's client and its prefixed keys:
  *
  *   claim  SET key value NX          (of N simultaneous creates of one name, on any host, one wins)
+ *   claimAll  a Lua script: EXISTS of every entry, then SET and SADD of each (an import's commit)
  *   swap   SET key value GET         (Redis >= 6.2)
  *   swapIf a Lua compare-and-set
  *   take   GETDEL key                (Redis >= 6.2)
@@ -32,6 +33,20 @@ const SWAP_IF = `if redis.call("GET", KEYS[1]) == ARGV[1] then
 end
 return 0`;
 
+/**
+ * Claims every name at once, or none: KEYS are the entries and, last, their member set; ARGV their values,
+ * then their store keys (the set's members). Returns 0 when done, else the position (from 1) of one there.
+ */
+const CLAIM_ALL = `local n = #KEYS - 1
+for i = 1, n do
+  if redis.call("EXISTS", KEYS[i]) == 1 then return i end
+end
+for i = 1, n do
+  redis.call("SET", KEYS[i], ARGV[i])
+  redis.call("SADD", KEYS[n + 1], ARGV[n + i])
+end
+return 0`;
+
 /** Deletes a lock only while it is still ours (the lease may have run out and passed to another holder). */
 const RELEASE = `if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) end return 0`;
 const LOCK_LEASE_MS = 5_000;
@@ -50,6 +65,14 @@ export function createRedisAtomicIndex(connection: RedisConnection, order: Redis
     swap: wrap(async (key, value) => {
       const [previous] = await results(client.multi().set(redisKey(key), value, "GET").sadd(membersOf(key), key).exec(), storedOrNil, isCount);
       return (previous as string | null) ?? null;
+    }),
+    claimAll: wrap(async (entries) => {
+      if (!entries.length) return null;
+      const sets = new Set(entries.map(([key]) => membersOf(key)));
+      if (sets.size !== 1) throw new Error("claimAll takes entries under one prefix"); // one member set to keep
+      const keys = [...entries.map(([key]) => redisKey(key)), ...sets];
+      const at = shaped(await client.eval(CLAIM_ALL, keys.length, ...keys, ...entries.map(([, value]) => value), ...entries.map(([key]) => key)), isCount);
+      return at === 0 ? null : Number(at) - 1;
     }),
     take: wrap(async (key) => {
       const [taken] = await results(client.multi().getdel(redisKey(key)).srem(membersOf(key), key).exec(), storedOrNil, isCount);
