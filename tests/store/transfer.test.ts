@@ -183,6 +183,25 @@ describe("export and import", () => {
     });
   }
 
+  it("imports a rotated key with both its secrets, and a cancelled import takes both back: no secret of the file is left", async () => {
+    const from = createKeyStore();
+    const made = await from.create({ name: "rotated", roles: ["ADMIN"], permissions: [] });
+    await from.rotate(made.id, { graceMs: 60 * 60 * 1000 });
+    const keys = parseExport(text(exportLines(await from.exportRecords()))).keys;
+    expect(keys[0].record.retiring).toBeDefined();
+    const controller = new AbortController();
+    const storage = createStorage();
+    const log = createMemoryAuditLog();
+    // Once the import has staged both secrets' entries and written its event, it is cancelled: the journal undoes it.
+    const audit = { ...log, append: async (event: AuditEvent) => (event.action === "import" && controller.abort(), log.append(event)) };
+    const target = createKeyStore({ storage, audit });
+    expect((await refusal(target.importRecords(keys, { signal: controller.signal }))).code).toBe("CANCELLED");
+    expect(await storage.getKeys("secrets")).toEqual([]);
+    expect(await target.verify(made.key)).toBeNull();
+    await target.importRecords(keys);
+    expect((await target.verify(made.key))?.name).toBe("rotated"); // the old secret works until its grace ends
+  });
+
   it("runs one import at a time: a second one while the first runs is refused and changes nothing", async () => {
     let paused!: () => void;
     const pause = new Promise<void>((resume) => (paused = resume));
