@@ -130,3 +130,6 @@ export function allowedFrom(list: readonly string[] | undefined, address: string
 
 /** `10.0.0.0/8,192.0.2.7/32`, for a list's column and messages; "" for none. */
 export const formatAllowFrom = (list: readonly string[] | undefined): string => (list ?? []).join(",");
+
+/** An address's 4 or 16 bytes as text (`192.0.2.7`, `2001:db8::1`), for messages. */
+export const formatAddress = (bytes: readonly number[]): string => ipaddr.fromByteArray([...bytes]).toString();

@@ -89,8 +89,8 @@ export interface KeyUsage {
   days: { date: string; count: number }[];
 }
 
-/** What `verifyDetailed` says of a secret (Unkey's codes). */
-export const VERIFICATION_CODES = ["VALID", "NOT_FOUND", "EXPIRED", "DISABLED", "RATE_LIMITED", "USAGE_EXCEEDED", "INSUFFICIENT_PERMISSIONS"] as const;
+/** What `verifyDetailed` says of a secret (Unkey's codes, and IP_NOT_ALLOWED: outside the key's allow-list). */
+export const VERIFICATION_CODES = ["VALID", "NOT_FOUND", "EXPIRED", "DISABLED", "RATE_LIMITED", "USAGE_EXCEEDED", "INSUFFICIENT_PERMISSIONS", "IP_NOT_ALLOWED"] as const;
 export type VerificationCode = (typeof VERIFICATION_CODES)[number];
 
 /** The answer to "is this key good, and for these permissions?", for services that are not ours. */
