@@ -66,7 +66,7 @@ export function checkAllowFrom(value: unknown): string[] {
   const out = new Set<string>();
   for (const entry of list.map((s: string) => s.trim()).filter(Boolean)) {
     const block = parseEntry(entry);
-    if (typeof block === "string") throw invalid(`Invalid allow-list entry ${block}: use ${ALLOW_FROM_FORM}`);
+    if (typeof block === "string") throw invalid(`Invalid allow-list entry: ${block}; use ${ALLOW_FROM_FORM}`);
     out.add(stored(block));
   }
   if (typeof value === "string" && out.size === 0) throw invalid(`An allow-list needs ${ALLOW_FROM_FORM}`);

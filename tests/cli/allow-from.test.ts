@@ -46,7 +46,7 @@ describe("apikey --allow-from", () => {
     const { cli } = fresh();
     const bad = await cli("apikey", "--create", "--name", "office", "-r", "VIEWER", "--allow-from", "10.0.0.0/8,10.0.0.300", "--json");
     expect(bad.code).toBe(2);
-    expect(JSON.parse(bad.stdout)).toEqual({ error: expect.stringContaining('Invalid allow-list entry "10.0.0.300" is not an IP address or CIDR block'), code: "INVALID_INPUT" });
+    expect(JSON.parse(bad.stdout)).toEqual({ error: expect.stringContaining('Invalid allow-list entry: "10.0.0.300" is not an IP address or CIDR block; use'), code: "INVALID_INPUT" });
     expect(await listed(cli)).toEqual([]);
     expect((await cli("apikey", "--create", "--name", "office", "-r", "VIEWER", "--allow-from", "10.0.0.0/8")).code).toBe(0);
     const wide = await cli("apikey", "--update", "--name", "office", "--allow-from", "::/129");

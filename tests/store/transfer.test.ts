@@ -101,7 +101,7 @@ describe("export and import", () => {
     expect(widened).not.toBe(file);
     expect((await refusalOf(() => parseExport(widened))).message).toMatch(/^Line 2 of the import: allowFrom is not in stored form/);
     const garbled = file.replace('"192.0.2.7/32"', '"192.0.2.300/32"');
-    expect((await refusalOf(() => parseExport(garbled))).message).toMatch(/^Line 2 of the import: Invalid allow-list entry "192.0.2.300\/32"/);
+    expect((await refusalOf(() => parseExport(garbled))).message).toMatch(/^Line 2 of the import: Invalid allow-list entry: "192.0.2.300\/32" is not an IP address/);
     expect((await target.update(made.id, { allowFrom: [] })).allowFrom).toBeUndefined();
   });
 
