@@ -82,11 +82,13 @@ export interface ApiKey {
   graceUntil: string | null;
   /** Absent on a service without disable (the console then never shows the state). */
   disabled?: boolean;
+  /** The key's IP allow-list as CIDR blocks; [] for any address. */
+  allowFrom?: string[];
   key?: string | null;
   /** Where the next page starts (asked for by the keys table only). */
   cursor?: string;
 }
-export const KEY_FIELDS = "id name description roles permissions { resource actions } createdAt expiresAt lastUsedAt graceUntil disabled";
+export const KEY_FIELDS = "id name description roles permissions { resource actions } createdAt expiresAt lastUsedAt graceUntil disabled allowFrom";
 
 /** What the service offers beyond the base schema, found by introspection: presets and rotation. */
 export interface Capabilities {

@@ -1,4 +1,4 @@
-// Create and edit: name, description, roles, permissions, expiry; presets when the service offers them.
+// Create and edit: name, description, roles, permissions, expiry, IP allow-list; presets when the service offers them.
 import { type ApiKey, ApiError, gql, KEY_FIELDS, type Permission } from "./api.ts";
 import { h, message, field, replace, uid } from "./dom.ts";
 import { permissionPicker, rolePicker } from "./pickers.ts";
@@ -22,6 +22,9 @@ interface FormOptions {
 const CREATE = `mutation($input: CreateApiKeyInput!) { apiKey { create(input: $input) { ${KEY_FIELDS} key } } }`;
 const UPDATE = `mutation($input: UpdateApiKeyInput!) { apiKey { update(input: $input) { ${KEY_FIELDS} } } }`;
 
+/** A comma-separated list's entries, blanks dropped. */
+const listOf = (text: string) => text.split(",").map((s) => s.trim()).filter(Boolean);
+
 /** The expiry as the date input holds it (UTC date), or "". */
 const dateOf = (iso: string | null | undefined) => (iso ? iso.slice(0, 10) : "");
 
@@ -35,6 +38,7 @@ export function keyForm(options: FormOptions): HTMLFormElement {
   const permissions = permissionPicker(current?.permissions ?? []);
   const tomorrow = new Date(Date.now() + 86_400_000).toISOString().slice(0, 10);
   const expires = h("input", { type: "date", min: tomorrow, value: dateOf(current?.expiresAt) });
+  const allowFrom = h("input", { type: "text", autocomplete: "off", spellcheck: "false", value: (current?.allowFrom ?? []).join(", ") });
   const status = h("div", { class: "form-status" });
   const submit = h("button", { type: "submit" }, current ? "Save changes" : "Create key");
   const title = current ? `Edit ${current.name}` : "Create a key";
@@ -54,6 +58,7 @@ export function keyForm(options: FormOptions): HTMLFormElement {
     roles.element,
     permissions.element,
     field("Expires on", expires, "Midnight UTC at the start of that day; leave empty for a key that never expires."),
+    field("Allowed addresses", allowFrom, "IP addresses or CIDR blocks, comma-separated (10.0.0.0/8, 2001:db8::/32); the key is refused from elsewhere. Leave empty for any address."),
     h("div", { class: "buttons" }, submit, options.onCancel && h("button", { type: "button", class: "secondary", onclick: options.onCancel }, "Cancel")),
     status);
 
@@ -63,13 +68,14 @@ export function keyForm(options: FormOptions): HTMLFormElement {
     replace(status, message("status", current ? "Saving…" : "Creating…"));
     try {
       const saved = current
-        ? (await gql(UPDATE, { input: changes(current, name.value.trim(), description.value, roles.value(), permissions.value(), expires.value) })).apiKey.update
+        ? (await gql(UPDATE, { input: changes(current, name.value.trim(), description.value, roles.value(), permissions.value(), expires.value, listOf(allowFrom.value)) })).apiKey.update
         : (await gql(CREATE, { input: {
           name: name.value.trim(),
           description: description.value || null,
           roles: roles.value(),
           permissions: permissions.value(),
           expiresAt: expires.value || null,
+          ...(listOf(allowFrom.value).length ? { allowFrom: listOf(allowFrom.value) } : {}),
         } })).apiKey.create;
       replace(status);
       options.onSaved(saved);
@@ -83,8 +89,9 @@ export function keyForm(options: FormOptions): HTMLFormElement {
 }
 
 /** The update input: the id, and each field that differs from the key as it was. */
-function changes(key: ApiKey, name: string, description: string, roles: string[], permissions: Permission[], expires: string) {
+function changes(key: ApiKey, name: string, description: string, roles: string[], permissions: Permission[], expires: string, allowFrom: string[]) {
   const input: Record<string, unknown> = { id: key.id, roles, permissions };
+  if (allowFrom.join(",") !== (key.allowFrom ?? []).join(",")) input.allowFrom = allowFrom; // the service normalises and checks it
   if (name !== key.name) input.name = name;
   if (description !== (key.description ?? "")) input.description = description;
   if (expires !== dateOf(key.expiresAt)) input.expiresAt = expires || null;

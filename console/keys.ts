@@ -118,7 +118,8 @@ function row(key: ApiKey, actions: RowActions): HTMLTableRowElement {
   const state = stateOf(key);
   const label = (verb: string) => h("span", {}, verb, h("span", { class: "visually-hidden" }, ` ${key.name}`));
   return h("tr", {},
-    h("th", { scope: "row", "data-label": "Name" }, h("span", { class: "name" }, key.name), key.description ? h("span", { class: "description" }, key.description) : null),
+    h("th", { scope: "row", "data-label": "Name" }, h("span", { class: "name" }, key.name), key.description ? h("span", { class: "description" }, key.description) : null,
+      key.allowFrom?.length ? h("span", { class: "allow-from" }, `only from ${key.allowFrom.join(", ")}`) : null),
     h("td", { "data-label": "Roles and permissions" }, grantsText(key.roles, key.permissions)),
     h("td", { "data-label": "Expires" }, key.graceUntil ? `grace until ${when(key.graceUntil)}` : key.expiresAt ? when(key.expiresAt) : "never"),
     h("td", { "data-label": "Last used" }, key.lastUsedAt ? when(key.lastUsedAt) : "never"),

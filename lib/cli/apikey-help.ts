@@ -9,9 +9,9 @@ import { CONTROL_OPTIONS } from "./credits.ts";
 export const APIKEY_HELP: Omit<CommandDef<object>, "run"> = {
   description: "Create, delete, update, rotate, disable or list API keys, read their use and audit trail, move them between stores, and find leaked ones",
   usage: [
-    "service-api apikey --create --name <name> [-r <roles>] [-p <perms>] [--preset <name>] [-d <text>] [--expires-in <dur> | --expires-at <time>] [--rate-limit <n/dur,...>] [--credits <n> [--refill <n/day|month>]] [--overwrite [--grace <dur>] | --if-not-exists] [--dry-run] [--json | --format env] [--output <file> [--force]]",
+    "service-api apikey --create --name <name> [-r <roles>] [-p <perms>] [--preset <name>] [-d <text>] [--expires-in <dur> | --expires-at <time>] [--rate-limit <n/dur,...>] [--credits <n> [--refill <n/day|month>]] [--allow-from <cidrs>] [--overwrite [--grace <dur>] | --if-not-exists] [--dry-run] [--json | --format env] [--output <file> [--force]]",
     "service-api apikey --delete [--name <name> | --id <id> | --expired] [--if-exists] [--retired-retention <dur>] [--json]",
-    "service-api apikey --update (--name <name> | --id <id>) [-r <roles>] [-p <perms>] [--preset <name>] [-d <text>] [--rename <name>] [--expires-in <dur> | --expires-at <time> | --no-expiry] [--rate-limit <n/dur,...> | --no-rate-limit] [--credits <n> [--refill <n/day|month>] | --no-credits] [--disable [--reason <text>] | --enable] [--dry-run] [--json]",
+    "service-api apikey --update (--name <name> | --id <id>) [-r <roles>] [-p <perms>] [--preset <name>] [-d <text>] [--rename <name>] [--expires-in <dur> | --expires-at <time> | --no-expiry] [--rate-limit <n/dur,...> | --no-rate-limit] [--credits <n> [--refill <n/day|month>] | --no-credits] [--allow-from <cidrs|any>] [--disable [--reason <text>] | --enable] [--dry-run] [--json]",
     "service-api apikey --rotate (--name <name> | --id <id>) [--grace <dur>] [--json | --format env] [--output <file> [--force]]",
     "service-api apikey --list [--filter <expr>] [--limit <n>] [--json]",
     "service-api apikey --audit [--since <dur|time>] [--limit <n>] [--json]",
@@ -46,6 +46,7 @@ export const APIKEY_HELP: Omit<CommandDef<object>, "run"> = {
     { flag: "--expires-at <time>", help: "create, update: the key stops working at this ISO 8601 time, e.g. 2026-12-31T18:00:00Z" },
     { flag: "--no-expiry", help: "update: the key never expires" },
     ...CONTROL_OPTIONS,
+    { flag: "--allow-from <cidrs>", help: "create, update: the only addresses the key works from, e.g. 10.0.0.0/8,2001:db8::/32 (elsewhere: 403); any removes the list" },
     { flag: "--disable", help: "update: refuse the key on every server (401, KEY_DISABLED) until --enable; it is kept" },
     { flag: "--reason <text>", help: "with --disable: why, shown by --list --json (no secret, at most 500 characters)" },
     { flag: "--enable", help: "update: a disabled key works again" },

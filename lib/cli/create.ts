@@ -1,6 +1,6 @@
 /**
  * `apikey --create` from flags: the key the flags describe (with --preset, --label, --expires-*,
- * --rate-limit and --credits), --dry-run's preview, --if-not-exists's idempotent success, --overwrite
+ * --rate-limit, --credits and --allow-from), --dry-run's preview, --if-not-exists's idempotent success, --overwrite
  * [--grace]'s replacement, and the output in the format asked. Without --name it prompts (./prompts.ts).
  */
 import { isServiceError, ServiceError } from "../core/errors.ts";
@@ -34,6 +34,7 @@ export async function createFromFlags(flags: ApikeyFlags, values: LifecycleValue
     ...(values.expiresAt ? { expiresAt: values.expiresAt } : {}),
     ...(flags.label !== undefined ? { labels: parseLabelFlag(String(flags.label)) } : {}),
     ...(values.rateLimits?.length ? { rateLimits: values.rateLimits } : {}), ...(values.credits ? { credits: values.credits } : {}),
+    ...(values.allowFrom?.length ? { allowFrom: values.allowFrom } : {}),
   };
   if (flags.dryRun) {
     const options = { overwrite: Boolean(flags.overwrite), ifNotExists: Boolean(flags.ifNotExists), graceMs: values.graceMs };

@@ -10,17 +10,21 @@ import { effectivePermissions } from "../core/policy.ts";
 import { ServiceError } from "../core/errors.ts";
 import { NEED_ROLE_OR_PERMISSION } from "../core/input.ts";
 import { formatLabels } from "../core/labels.ts";
+import { formatAllowFrom } from "../core/allow-from.ts";
 import type { KeyBackend } from "../store/key-store.ts";
 import { type Output, sentenceTime } from "./format-results.ts";
 import { jsonLine } from "./json-text.ts";
 
 const NOTHING_CHANGED = "(dry run: nothing was changed)";
-const FIELDS = ["name", "description", "roles", "permissions", "expiresAt", "labels"] as const;
+const FIELDS = ["name", "description", "roles", "permissions", "expiresAt", "labels", "allowFrom"] as const;
 
 /** The fields a create or update sets, as `--json` shows them (absent ones left out). */
 function settings(key: CreateKeyInput | ApiKeyInfo) {
-  const { name, description, roles, permissions, expiresAt, labels } = key;
-  return { name, ...(description ? { description } : {}), roles, permissions, ...(expiresAt ? { expiresAt } : {}), ...(labels ? { labels } : {}) };
+  const { name, description, roles, permissions, expiresAt, labels, allowFrom } = key;
+  return {
+    name, ...(description ? { description } : {}), roles, permissions, ...(expiresAt ? { expiresAt } : {}), ...(labels ? { labels } : {}),
+    ...(allowFrom?.length ? { allowFrom } : {}),
+  };
 }
 
 /** One line per resource: `    DOCKER  CREATE_ANY CREATE_OWN READ_ANY READ_OWN`. */
@@ -36,6 +40,7 @@ function shown(field: (typeof FIELDS)[number], key: CreateKeyInput | ApiKeyInfo)
   if (field === "permissions") return permissionPairs(key.permissions).join(",") || "none";
   if (field === "expiresAt") return key.expiresAt ? sentenceTime(key.expiresAt) : "never";
   if (field === "labels") return formatLabels(key.labels) || "none";
+  if (field === "allowFrom") return formatAllowFrom(key.allowFrom) || "any address";
   return key[field] || (field === "description" ? "none" : "");
 }
 
@@ -46,6 +51,7 @@ const LABEL: Record<(typeof FIELDS)[number], string> = {
   permissions: "permissions",
   expiresAt: "expires",
   labels: "labels",
+  allowFrom: "allow from",
 };
 
 /**
@@ -90,6 +96,7 @@ export async function previewUpdate(before: ApiKeyInfo, patch: KeyPatch, store: 
   if (patch.description !== undefined && !patch.description) delete after.description;
   if (patch.expiresAt === null) delete after.expiresAt;
   if (patch.labels !== undefined && Object.keys(patch.labels).length === 0) delete after.labels;
+  if (patch.allowFrom?.length === 0) delete after.allowFrom;
   if (after.roles.length + after.permissions.length === 0) throw new ServiceError("INVALID_INPUT", NEED_ROLE_OR_PERMISSION);
   if (after.name !== before.name) {
     const holder = await store.getByName(after.name);

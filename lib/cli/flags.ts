@@ -9,6 +9,7 @@ import { redactSecrets } from "../core/secret.ts";
 import { expiryFrom, parseGrace, parseSince } from "../core/lifecycle.ts";
 import { parseRateLimits, type RateLimit } from "../core/rate-limits.ts";
 import type { Credits } from "../core/credits.ts";
+import { checkAllowFrom } from "../core/allow-from.ts";
 import { creditsFrom } from "./credits.ts";
 
 /** The flags of `service-api apikey`, as strings after parsing. */
@@ -87,6 +88,8 @@ export interface ApikeyFlags {
   credits?: string | boolean;
   /** with --credits: `n/day` or `n/month`. */
   refill?: string;
+  /** create, update: the key's IP allow-list, CIDR blocks or addresses comma-separated; `any`: none. */
+  allowFrom?: string;
 }
 
 export const MODES = ["create", "delete", "update", "rotate", "list", "audit", "usage", "export", "import", "scan"] as const;
@@ -97,10 +100,10 @@ export type Mode = (typeof MODES)[number];
  * `noExpiry` stands for `--no-expiry`, which cac delivers as `expiry: false`; `noRateLimit` and `noCredits` likewise.
  */
 const MODE_FLAGS: Record<Mode, readonly string[]> = {
-  create: ["name", "description", "roles", "permissions", "overwrite", "ifNotExists", "output", "force", "format", "expiresIn", "expiresAt", "grace", "label", "preset", "dryRun", "rateLimit", "credits", "refill"],
+  create: ["name", "description", "roles", "permissions", "overwrite", "ifNotExists", "output", "force", "format", "expiresIn", "expiresAt", "grace", "label", "preset", "dryRun", "rateLimit", "credits", "refill", "allowFrom"],
   delete: ["name", "id", "ifExists", "expired", "retiredRetention"],
   list: ["filter", "limit"],
-  update: ["name", "id", "description", "roles", "permissions", "rename", "expiresIn", "expiresAt", "noExpiry", "label", "unlabel", "disable", "enable", "reason", "preset", "dryRun", "rateLimit", "noRateLimit", "credits", "refill", "noCredits"],
+  update: ["name", "id", "description", "roles", "permissions", "rename", "expiresIn", "expiresAt", "noExpiry", "label", "unlabel", "disable", "enable", "reason", "preset", "dryRun", "rateLimit", "noRateLimit", "credits", "refill", "noCredits", "allowFrom"],
   audit: ["since", "limit"],
   export: ["output", "force", "withAudit"],
   import: ["dryRun", "onConflict"],
@@ -189,6 +192,8 @@ export interface LifecycleValues {
   rateLimits?: RateLimit[];
   /** create, update --credits [--refill]; update --no-credits: null. */
   credits?: Credits | null;
+  /** create, update --allow-from; `any`: []. */
+  allowFrom?: string[];
 }
 
 /**
@@ -210,5 +215,6 @@ export function lifecycleValues(flags: ApikeyFlags, now: number): LifecycleValue
     limit: limit === undefined ? undefined : Number(limit),
     rateLimits: typeof flags.rateLimit === "string" ? parseRateLimits(flags.rateLimit) : flags.rateLimit === false ? [] : undefined,
     credits: creditsFrom(flags),
+    allowFrom: flags.allowFrom === undefined ? undefined : checkAllowFrom(String(flags.allowFrom)),
   };
 }

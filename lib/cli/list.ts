@@ -7,6 +7,7 @@ import { type ApiKeyInfo, permissionPairs } from "../core/model.ts";
 import { keyState, untilOf } from "../core/lifecycle.ts";
 import { formatLabels } from "../core/labels.ts";
 import { formatRateLimits } from "../core/rate-limits.ts";
+import { formatAllowFrom } from "../core/allow-from.ts";
 import { formatCredits } from "../core/credits.ts";
 import { type Column, renderLines, renderTable } from "./table.ts";
 
@@ -66,6 +67,7 @@ export function listColumns(now: number, keys: readonly ApiKeyInfo[] = []): Colu
     { header: "LABELS", cell: (k) => formatLabels(k.labels), min: 4, soft: 12, first: true, dropOrder: 2 },
     { header: "RATE LIMITS", cell: (k) => formatRateLimits(k.rateLimits), min: 4, soft: 10, first: true, dropOrder: 2 },
     { header: "CREDITS", cell: (k) => formatCredits(k.credits), min: 4, soft: 10, first: true, dropOrder: 2 },
+    { header: "ALLOW FROM", cell: (k) => formatAllowFrom(k.allowFrom), min: 4, soft: 12, first: true, dropOrder: 2 },
   ];
 }
 
@@ -86,6 +88,7 @@ export function listFields(now: number): ((key: ApiKeyInfo) => string)[] {
     (k) => formatRateLimits(k.rateLimits),
     (k) => formatCredits(k.credits),
     (k) => k.retiringUntil ?? "",
+    (k) => formatAllowFrom(k.allowFrom),
   ];
 }
 
@@ -111,8 +114,9 @@ export function listTable(keys: ApiKeyInfo[], columns: number, now = Date.now())
   const labelled = keys.some((key) => key.labels);
   const limited = keys.some((key) => key.rateLimits);
   const capped = keys.some((key) => key.credits);
+  const fenced = keys.some((key) => key.allowFrom);
   const shown = (header: string) =>
-    (header !== "LABELS" || labelled) && (header !== "RATE LIMITS" || limited) && (header !== "CREDITS" || capped);
+    (header !== "LABELS" || labelled) && (header !== "RATE LIMITS" || limited) && (header !== "CREDITS" || capped) && (header !== "ALLOW FROM" || fenced);
   return renderTable(listColumns(now, keys).filter((column) => shown(column.header)), keys, columns);
 }
 

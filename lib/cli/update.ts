@@ -1,6 +1,6 @@
 /**
  * `apikey --update`: the patch the flags describe (roles, permissions and presets, description, name,
- * expiry, labels, rate limits, credits, disabled), applied to the key --name or --id chooses, or with
+ * expiry, labels, rate limits, credits, IP allow-list, disabled), applied to the key --name or --id chooses, or with
  * --dry-run only previewed. The key keeps its id and its secret.
  */
 import { ServiceError } from "../core/errors.ts";
@@ -29,6 +29,7 @@ export async function updateFromFlags(flags: ApikeyFlags, values: LifecycleValue
   if (values.expiresAt) patch.expiresAt = values.expiresAt;
   if (values.clearExpiry) patch.expiresAt = null;
   Object.assign(patch, values.rateLimits ? { rateLimits: values.rateLimits } : {}, values.credits !== undefined ? { credits: values.credits } : {});
+  if (values.allowFrom) patch.allowFrom = values.allowFrom;
   if (flags.disable || flags.enable) patch.disabled = Boolean(flags.disable);
   if (flags.reason !== undefined) patch.disabledReason = parseInput(ReasonSchema, String(flags.reason));
   const setLabels = flags.label !== undefined ? parseLabelFlag(String(flags.label)) : undefined;
@@ -36,7 +37,7 @@ export async function updateFromFlags(flags: ApikeyFlags, values: LifecycleValue
   if (Object.keys(patch).length === 0 && !setLabels && !unsetLabels) {
     throw new ServiceError(
       "USAGE",
-      "--update needs something to change: --roles, --permissions, --preset, --description, --rename, --expires-in, --expires-at, --no-expiry, --label, --unlabel, --rate-limit, --no-rate-limit, --credits, --no-credits, --disable or --enable",
+      "--update needs something to change: --roles, --permissions, --preset, --description, --rename, --expires-in, --expires-at, --no-expiry, --label, --unlabel, --rate-limit, --no-rate-limit, --credits, --no-credits, --allow-from, --disable or --enable",
     );
   }
   const before = await chosenKey(flags, store, "update");

@@ -80,7 +80,7 @@ export function remoteChanges(client: Client): Pick<KeyStore, "create" | "rotate
             overwrite,
             expiresAt: input.expiresAt,
             labels: labelList(input.labels),
-            rateLimits: input.rateLimits, credits: input.credits,
+            rateLimits: input.rateLimits, credits: input.credits, allowFrom: input.allowFrom,
             graceSeconds: graceSeconds(graceMs),
           },
         },

@@ -9,7 +9,7 @@ import { ServerText, untrustedText } from "./_untrusted.ts";
 import { CreditsSchema } from "./_usage.ts";
 
 /** The fields of a key every query and mutation selects. */
-export const FIELDS = "id name description roles createdAt permissions { resource actions } expiresAt lastUsedAt graceUntil retiringUntil labels { key value } disabled disabledReason rateLimits { limit durationMs } credits { remaining refill { amount interval } }";
+export const FIELDS = "id name description roles createdAt permissions { resource actions } expiresAt lastUsedAt graceUntil retiringUntil labels { key value } disabled disabledReason rateLimits { limit durationMs } credits { remaining refill { amount interval } } allowFrom";
 /** The fields of an audit event `auditLog` selects. */
 export const EVENT_FIELDS = "at action id name actor { kind user host id name } changed replaced";
 
@@ -33,10 +33,11 @@ const RawKeySchema = v.object({
   disabledReason: v.nullish(ServerText),
   rateLimits: v.nullish(v.array(v.object({ limit: v.number(), durationMs: v.number() }))),
   credits: v.nullish(CreditsSchema),
+  allowFrom: v.nullish(v.array(ServerText)),
 });
 type Nullable<T, K extends keyof T> = Omit<T, K> & { [P in K]?: T[P] | null };
 /** A key as GraphQL gives it: `null` for absent fields, labels as a list of pairs. */
-export type RawKey = Nullable<Omit<ApiKeyInfo, "labels" | "disabled">, "description" | "expiresAt" | "lastUsedAt" | "graceUntil" | "retiringUntil" | "disabledReason" | "rateLimits" | "credits"> & {
+export type RawKey = Nullable<Omit<ApiKeyInfo, "labels" | "disabled">, "description" | "expiresAt" | "lastUsedAt" | "graceUntil" | "retiringUntil" | "disabledReason" | "rateLimits" | "credits" | "allowFrom"> & {
   labels?: { key: string; value: string }[] | null;
   disabled?: boolean | null;
 };
@@ -74,7 +75,7 @@ export const AuditTrailSchema = v.object({
 });
 
 /** The store's shape, field order included (GraphQL gives `null` for absent fields; the store leaves them out). */
-export function toInfo({ id, name, description, roles, permissions, createdAt, expiresAt, lastUsedAt, graceUntil, retiringUntil, labels, disabled, disabledReason, rateLimits, credits }: RawKey): ApiKeyInfo {
+export function toInfo({ id, name, description, roles, permissions, createdAt, expiresAt, lastUsedAt, graceUntil, retiringUntil, labels, disabled, disabledReason, rateLimits, credits, allowFrom }: RawKey): ApiKeyInfo {
   return {
     id,
     name,
@@ -90,6 +91,7 @@ export function toInfo({ id, name, description, roles, permissions, createdAt, e
     ...(disabled ? { disabled: true as const, ...(disabledReason ? { disabledReason } : {}) } : {}),
     ...(rateLimits?.length ? { rateLimits } : {}),
     ...(credits ? { credits } : {}),
+    ...(allowFrom?.length ? { allowFrom } : {}),
   };
 }
 

@@ -8,7 +8,9 @@
  * import { NameSchema, parseInput, RolesSchema } from "service-api-keys/schemas";
  * parseInput(RolesSchema, "viewer, admin"); // ["ADMIN", "VIEWER"]
  * parseInput(NameSchema, "  ci  "); // "ci" (trimmed)
+ * allowedFrom(parseInput(AllowFromSchema, "10.0.0.0/8"), "10.1.2.3"); // true (a key's IP allow-list)
  */
+export { AllowFromSchema, allowedFrom } from "./allow-from.ts";
 export {
   CreateKeySchema,
   DescriptionSchema,

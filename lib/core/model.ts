@@ -69,6 +69,8 @@ export interface ApiKeyInfo {
   rateLimits?: RateLimit[];
   /** Requests it may still make, and their refill (see lib/core/credits.ts); absent: no cap. */
   credits?: Credits;
+  /** The addresses requests with it may come from, `<address>/<prefix>` (see lib/core/allow-from.ts); absent: any. */
+  allowFrom?: string[];
 }
 
 /** A key as persisted: its public fields plus the SHA-256 (hex) of its secret, and its use counts. */
@@ -87,8 +89,8 @@ export interface KeyUsage {
   days: { date: string; count: number }[];
 }
 
-/** What `verifyDetailed` says of a secret (Unkey's codes). */
-export const VERIFICATION_CODES = ["VALID", "NOT_FOUND", "EXPIRED", "DISABLED", "RATE_LIMITED", "USAGE_EXCEEDED", "INSUFFICIENT_PERMISSIONS"] as const;
+/** What `verifyDetailed` says of a secret (Unkey's codes, and IP_NOT_ALLOWED: outside the key's allow-list). */
+export const VERIFICATION_CODES = ["VALID", "NOT_FOUND", "EXPIRED", "DISABLED", "RATE_LIMITED", "USAGE_EXCEEDED", "INSUFFICIENT_PERMISSIONS", "IP_NOT_ALLOWED"] as const;
 export type VerificationCode = (typeof VERIFICATION_CODES)[number];
 
 /** The answer to "is this key good, and for these permissions?", for services that are not ours. */
@@ -121,6 +123,8 @@ export interface CreateKeyInput {
   rateLimits?: RateLimit[];
   /** Credits (see lib/core/credits.ts); absent: none. */
   credits?: Credits;
+  /** An IP allow-list (see lib/core/allow-from.ts); absent or []: any address. */
+  allowFrom?: string[];
 }
 
 /** The fields an update may change; `expiresAt: null` removes an expiry. */
@@ -140,6 +144,8 @@ export interface KeyPatch {
   rateLimits?: RateLimit[];
   /** New credits (the count set anew); null removes them. */
   credits?: Credits | null;
+  /** The whole new allow-list; `[]` removes it (any address). */
+  allowFrom?: string[];
 }
 
 /** Who made a change: a person at this host (the CLI, the library) or the key that called the service. */
@@ -163,7 +169,7 @@ export interface AuditEvent {
   id: string;
   name: string;
   actor: Actor;
-  /** update, disable, enable: the fields it changed (`name`, `description`, `roles`, `permissions`, `expiresAt`, `labels`, `disabled`, `disabledReason`, `rateLimits`, `credits`). */
+  /** update, disable, enable: the fields it changed (`name`, `description`, `roles`, `permissions`, `expiresAt`, `labels`, `disabled`, `disabledReason`, `rateLimits`, `credits`, `allowFrom`). */
   changed?: string[];
   /** overwrite: the id of the key it replaced. */
   replaced?: string;

@@ -42,6 +42,8 @@ type ApiKey {
   labels: [Label!]!
   "At most limit requests per window of durationMs, each; [] for none. Over one, the service answers 429 (RATE_LIMITED) with Retry-After."
   rateLimits: [RateLimit!]!
+  "The only addresses requests with the key may come from, as CIDR blocks (192.0.2.7/32, 10.0.0.0/8, 2001:db8::/32); [] for any. From elsewhere the service answers 403 (IP_NOT_ALLOWED)."
+  allowFrom: [String!]!
   "Where a page of apiKeys(first:, after:) ending with this key ends: pass it as after for the next page. Opaque."
   cursor: String!
 }
@@ -111,6 +113,8 @@ input CreateApiKeyInput {
   labels: [LabelInput!]
   "Rate limits, at most 5, one per window."
   rateLimits: [RateLimitInput!]
+  "An IP allow-list: IPv4 or IPv6 addresses or CIDR blocks, at most 32; absent or []: any address."
+  allowFrom: [String!]
   "Presets (see apiKeyPresets), comma-separated: their roles and permissions are added to roles and permissions."
   preset: String
 }
@@ -127,6 +131,8 @@ input UpdateApiKeyInput {
   labels: [LabelInput!]
   "The whole new set of rate limits; [] removes them all; absent leaves them."
   rateLimits: [RateLimitInput!]
+  "The whole new IP allow-list; [] removes it (any address); absent leaves it."
+  allowFrom: [String!]
 }
 
 input DeleteApiKeyInput {

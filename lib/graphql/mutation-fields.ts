@@ -7,6 +7,7 @@ import { type KeyPatch, ROLES } from "../core/model.ts";
 import { ServiceError } from "../core/errors.ts";
 import { DescriptionSchema, NameSchema, parseCreateInput, parseInput, PermissionsSchema, RolesSchema } from "../core/input.ts";
 import { checkLabels } from "../core/labels.ts";
+import { checkAllowFrom } from "../core/allow-from.ts";
 import { can } from "../core/policy.ts";
 import { controlsOf, controlsPatch } from "./credits.ts";
 import { forbidden, type Rule } from "./field-rule.ts";
@@ -35,9 +36,10 @@ export const API_KEY_MUTATIONS: Readonly<Record<string, Rule>> = {
       // The store checks expiresAt (future, at most 3650 days away), naming the field in its message.
       const expiry = input.expiresAt == null ? {} : { expiresAt: input.expiresAt as string };
       const labels = input.labels == null ? {} : { labels: checkLabels(input.labels) };
+      const allowed = input.allowFrom == null ? {} : { allowFrom: checkAllowFrom(input.allowFrom) };
       const limits = controlsOf(input); // rate limits and credits
       await noUnmetering(key, store, { credits: limits.credits, rateLimits: limits.rateLimits });
-      return store.create({ ...parsed, ...expiry, ...labels, ...limits }, { overwrite: Boolean(input.overwrite), graceMs, actor: actorOf(key) });
+      return store.create({ ...parsed, ...expiry, ...labels, ...allowed, ...limits }, { overwrite: Boolean(input.overwrite), graceMs, actor: actorOf(key) });
     },
   },
   update: {
@@ -53,6 +55,7 @@ export const API_KEY_MUTATIONS: Readonly<Record<string, Rule>> = {
       // null removes the expiry; a time is checked by the store like on create.
       if (input.expiresAt !== undefined) patch.expiresAt = input.expiresAt;
       if (input.labels != null) patch.labels = checkLabels(input.labels) ?? {};
+      if (input.allowFrom != null) patch.allowFrom = checkAllowFrom(input.allowFrom);
       Object.assign(patch, controlsPatch(input)); // rate limits and credits
       if (input.disabled != null) patch.disabled = input.disabled;
       if (input.disabledReason != null) patch.disabledReason = input.disabledReason; // checked by the store

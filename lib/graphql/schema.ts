@@ -101,6 +101,7 @@ export function createSchema(): GraphQLSchema {
   const apiKey = (schema.getType("ApiKey") as GraphQLObjectType).getFields();
   apiKey.labels.resolve = (key: { labels?: Record<string, string> }) => Object.entries(key.labels ?? {}).map(([name, value]) => ({ key: name, value }));
   apiKey.rateLimits.resolve = (key: { rateLimits?: unknown[] }) => key.rateLimits ?? [];
+  apiKey.allowFrom.resolve = (key: { allowFrom?: string[] }) => key.allowFrom ?? [];
   for (const [name, resolve] of Object.entries(API_KEY_USAGE_FIELDS)) apiKey[name].resolve = resolve as GraphQLFieldResolver<unknown, GraphQLContext>;
   apiKey.cursor.resolve = cursorOf;
   // Reaching Info at all needed INFO:READ_ANY (checked on Query.info); its fields need nothing more.

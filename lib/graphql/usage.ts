@@ -72,8 +72,8 @@ extend input UpdateApiKeyInput {
 }
 
 extend type Query {
-  "Whether key is a working API key holding permissions (its roles count), for a service that is not this one. Counts as the use of the key verified (last use, usage, its rate limits, one of its credits), not of the caller's. code: VALID, NOT_FOUND (never issued, revoked or replaced), EXPIRED, DISABLED, INSUFFICIENT_PERMISSIONS (counts no rate limit nor credit), RATE_LIMITED (a rate limit of the key is full; no credit taken) or USAGE_EXCEEDED (no credit left)."
-  verifyApiKey(key: String!, permissions: [AddPermissionInput!]): KeyVerification!
+  "Whether key is a working API key holding permissions (its roles count), for a service that is not this one. Counts as the use of the key verified (last use, usage, its rate limits, one of its credits), not of the caller's. code: VALID, NOT_FOUND (never issued, revoked or replaced), EXPIRED, DISABLED, INSUFFICIENT_PERMISSIONS (counts no rate limit nor credit), IP_NOT_ALLOWED (the key has an IP allow-list and address, the address your caller came from, is outside it or not given; counts nothing), RATE_LIMITED (a rate limit of the key is full; no credit taken) or USAGE_EXCEEDED (no credit left)."
+  verifyApiKey(key: String!, permissions: [AddPermissionInput!], address: String): KeyVerification!
 }
 ${CREDITS_SDL}`;
 
@@ -82,7 +82,11 @@ export const USAGE_QUERY = {
   verifyApiKey: {
     needs: "API_KEY:READ_ANY" as const,
     resolve: (a: Record<string, any>, { store, seen }: StoreContext) =>
-      store.verifyDetailed(a.key, { permissions: parseInput(PermissionsSchema, a.permissions ?? []), ...(seen ? { onUse: seen } : {}) }),
+      store.verifyDetailed(a.key, {
+        permissions: parseInput(PermissionsSchema, a.permissions ?? []),
+        ...(seen ? { onUse: seen } : {}),
+        ...(typeof a.address === "string" ? { address: a.address } : {}),
+      }),
   },
 };
 

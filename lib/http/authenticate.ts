@@ -12,8 +12,10 @@ import { after, isPromise, type MaybePromise } from "../core/maybe-promise.ts";
 import { isWellFormedSecret } from "../core/secret.ts";
 import { usageCounters } from "../store/_credits.ts";
 import { controlled } from "./credits.ts";
-import { errorResponse, KEY_REFUSED, tooLarge, unauthenticated } from "./responses.ts";
+import { errorResponse, KEY_REFUSED, notAllowedFrom, tooLarge, unauthenticated } from "./responses.ts";
 import { createAuthThrottle } from "./auth-throttle.ts";
+import { allowedFrom, formatAddress } from "../core/allow-from.ts";
+import { clientAddress, parseTrustedProxies } from "./client-address.ts";
 import type { GraphQLMediaType } from "./negotiate.ts";
 import { credential } from "./request.ts";
 import { type AuthFailure, type HandlerOptions, MAX_BODY_BYTES, type ServiceRequest, type ServiceResponse, type Trace } from "./types.ts";
@@ -37,6 +39,18 @@ export function createKeyGate(options: HandlerOptions, lastUse: UseRecorder | un
   const throttle = createAuthThrottle(options);
   const refusal = (reason: AuthFailure, message: string) => (observer?.authFailed(reason), unauthenticated(message, reason));
   const refuse = (request: ServiceRequest, reason: AuthFailure, message: string) => throttle(request, () => refusal(reason, message));
+  const trusted = options.trustProxy ? parseTrustedProxies(options.trustProxy) : null;
+  /**
+   * The 403 for a key with an IP allow-list used from elsewhere, judged by the address the throttle
+   * counts (the socket's, or behind a trusted proxy the forwarded client's); undefined when allowed.
+   */
+  const fenced = (request: ServiceRequest, key: VerifiedKey): ServiceResponse | undefined => {
+    if (!key.allowFrom?.length) return undefined;
+    const client = clientAddress(request.remoteAddress, request.headers.get("x-forwarded-for"), trusted);
+    if (client && allowedFrom(key.allowFrom, client)) return undefined;
+    observer?.authFailed("address");
+    return notAllowedFrom(client ? formatAddress(client) : "an unknown address");
+  };
   /** The 401 for a well-formed secret `verify` refused (a retired one is told to the observer too), or the 429. */
   const refused = (request: ServiceRequest, secret: string) =>
     throttle(request, () => store.refusal(secret).then(({ reason, retired }) => {
@@ -55,8 +69,10 @@ export function createKeyGate(options: HandlerOptions, lastUse: UseRecorder | un
     if (!isWellFormedSecret(secret)) return refuse(request, "malformed", "Malformed API key: it should start with 'sapi_' and be copied completely");
     return after(verify(secret, request.receivedAt), (key) => {
       if (!key) return refused(request, secret); // only now, for the message: a second read, never a write
-      lastUse?.seen(key.id); // remembered answers and refused uses included: the key authenticated this request
       if (trace) trace.key = key;
+      const outside = fenced(request, key); // neither a use nor a spend: the key did not authenticate this request
+      if (outside) return outside;
+      lastUse?.seen(key.id); // remembered answers and refused uses included: the key authenticated this request
       return refuses?.(key) ?? controlled(limiter, credits, key, Date.now(), () => admitted(key, secret));
     });
   };
@@ -66,7 +82,7 @@ export function createKeyGate(options: HandlerOptions, lastUse: UseRecorder | un
     if ("problem" in found) return refuse(request, found.problem.startsWith("Missing") ? "missing" : "malformed", found.problem);
     return admit(request, found.secret, admitted, trace, refuses);
   };
-  return { admit, present, refuse, refused, verify };
+  return { admit, present, refuse, refused, verify, fenced };
 }
 
 export type KeyGate = ReturnType<typeof createKeyGate>;
@@ -77,7 +93,7 @@ export type KeyGate = ReturnType<typeof createKeyGate>;
  * @example const authenticate = createAuthenticate(options, gate, answer); authenticate(request, mediaType, trace);
  */
 export function createAuthenticate(options: HandlerOptions, gate: KeyGate, answer: AnswerVerified) {
-  const { verify, refused } = gate;
+  const { verify, refused, fenced } = gate;
   const limit = options.maxBodyBytes ?? MAX_BODY_BYTES;
 
   const authenticate = (request: ServiceRequest, mediaType: GraphQLMediaType, trace: Trace): MaybePromise<ServiceResponse> => {
@@ -97,7 +113,8 @@ export function createAuthenticate(options: HandlerOptions, gate: KeyGate, answe
     // again once it is in, with a revision read of its own, so a revocation or an update finished
     // before the body was sent applies to it.
     return body.then((body) =>
-      after(verify(secret), (again) => (!again ? refused(request, secret) : body === null ? tooLarge(limit) : answer(request, again, body, mediaType, trace)))
+      after(verify(secret), (again) =>
+        !again ? refused(request, secret) : (fenced(request, again) ?? (body === null ? tooLarge(limit) : answer(request, again, body, mediaType, trace))))
     );
   };
 

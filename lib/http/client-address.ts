@@ -1,5 +1,6 @@
 /**
- * Which client a request comes from, for counting its failed authentications (`auth-throttle.ts`): the
+ * Which client a request comes from, for counting its failed authentications (`auth-throttle.ts`) and for
+ * keys' IP allow-lists (`authenticate.ts`): the
  * socket's address, or, only when that address is one of the trusted proxies (`trustProxy`,
  * `--trust-proxy`), the right-most address in `X-Forwarded-For` that is not a trusted proxy. Everything
  * left of that is written by the client and proves nothing. IPv6 clients are counted by their /64, the
@@ -111,9 +112,18 @@ export function parseTrustedProxies(value: string | readonly string[]): AddressS
  * address (a fetch handler called without one: all such requests share one count).
  */
 export function clientOf(remoteAddress: string | undefined, forwardedFor: string | null, trusted: AddressSet | null): string {
+  const client = clientAddress(remoteAddress, forwardedFor, trusted);
+  return client ? clientKey(client) : "unknown";
+}
+
+/**
+ * The client's whole address as bytes (4 or 16), chosen as the module's comment says; null when the
+ * adapter gives none. A key's allow-list is matched against it (`authenticate.ts`).
+ */
+export function clientAddress(remoteAddress: string | undefined, forwardedFor: string | null, trusted: AddressSet | null): number[] | null {
   const socket = remoteAddress === undefined ? null : parseAddress(remoteAddress);
-  if (!socket) return "unknown";
-  if (!trusted || !forwardedFor || !trusted(socket)) return clientKey(socket);
+  if (!socket) return null;
+  if (!trusted || !forwardedFor || !trusted(socket)) return socket;
   // Right to left: each hop was written by the proxy to its right, trusted so far. A hop that is not
   // an address ends the walk at the last trusted one (the proxy that passed it on).
   let client = socket;
@@ -126,5 +136,5 @@ export function clientOf(remoteAddress: string | undefined, forwardedFor: string
     if (!trusted(entry)) break;
     end = start;
   }
-  return clientKey(client);
+  return client;
 }

@@ -137,7 +137,7 @@ export function createMetrics(options: MetricsOptions): ServiceMetrics {
     labelNames: ["reason"] as const,
     registers: [registry],
   });
-  for (const reason of ["missing", "malformed", "unknown", "expired", "disabled"]) authFailures.inc({ reason }, 0);
+  for (const reason of ["missing", "malformed", "unknown", "expired", "disabled", "address"]) authFailures.inc({ reason }, 0);
   const storeErrors = new client.Counter({
     name: "service_api_store_errors_total",
     help: "Requests answered 503 because the key store failed.",

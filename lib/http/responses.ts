@@ -28,6 +28,12 @@ export const KEY_REFUSED = {
   expired: "Expired API key: its expiry (or the grace period after it was replaced) has passed; ask for a new key",
   disabled: "Disabled API key: it was disabled (apikey --update --disable) and is refused until it is enabled again",
 } as const;
+/**
+ * 403 for a good key from an address outside its IP allow-list; `address` is the one the service judged
+ * (behind a trusted proxy, the forwarded client's), so an operator can see what to add.
+ */
+export const notAllowedFrom = (address: string): ServiceResponse =>
+  errorResponse(403, "IP_NOT_ALLOWED", `This API key is not allowed from ${address}: the address is outside its IP allow-list (apikey --allow-from)`);
 /** 413; the connection is closed, as the rest of the body is not read. */
 export const tooLarge = (limit: number): ServiceResponse =>
   errorResponse(413, "PAYLOAD_TOO_LARGE", `Request body is larger than the limit of ${limit} bytes`, { connection: "close" });

@@ -65,6 +65,7 @@ const REASONS: Record<AuthFailure, string> = {
   unknown: "unknown or revoked API key",
   expired: "expired API key",
   disabled: "disabled API key",
+  address: "API key used from an address outside its allow-list",
 };
 
 /** Lines gathered in one buffer and written together, at FLUSH_BYTES or after FLUSH_MS. */

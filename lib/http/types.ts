@@ -84,9 +84,10 @@ export interface Trace {
 
 /**
  * Why a request was not authenticated: no key, a malformed key or header, a key the store does not know
- * (never issued, revoked or replaced), a key whose expiry or grace period has passed, or a disabled key.
+ * (never issued, revoked or replaced), a key whose expiry or grace period has passed, a disabled key, or a
+ * good key from an address outside its IP allow-list (answered 403, not 401).
  */
-export type AuthFailure = "missing" | "malformed" | "unknown" | "expired" | "disabled";
+export type AuthFailure = "missing" | "malformed" | "unknown" | "expired" | "disabled" | "address";
 
 /** A secret the store retired (its key deleted or replaced), presented again: never the secret itself. */
 export interface RetiredKeyUse {

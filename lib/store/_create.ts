@@ -84,6 +84,7 @@ async function writeRecord(ctx: StoreContext, input: CreateKeyInput): Promise<{ 
     ...(input.labels ? { labels: { ...input.labels } } : {}),
     ...(input.rateLimits?.length ? { rateLimits: input.rateLimits.map((l) => ({ ...l })) } : {}),
     ...(input.credits ? { credits: storedCredits(input.credits, now()) } : {}),
+    ...(input.allowFrom?.length ? { allowFrom: [...input.allowFrom] } : {}),
     hash: sha256Hex(secret),
   };
   // They can be written together.

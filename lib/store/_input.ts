@@ -9,17 +9,20 @@ import { DescriptionSchema, NameSchema, parseCreateInput, parseInput, Permission
 import { checkLabels } from "../core/labels.ts";
 import { checkRateLimits } from "../core/rate-limits.ts";
 import { checkCredits } from "../core/credits.ts";
+import { checkAllowFrom } from "../core/allow-from.ts";
 
 /** A create request, validated and normalized (throws INVALID_INPUT); `now` decides whether an expiry is past. */
 export function checkKeyInput(input: unknown, now: number): CreateKeyInput {
   if (typeof input !== "object" || input === null) throw new ServiceError("INVALID_INPUT", "A key needs a name and roles or permissions");
-  const { name, description, roles, permissions, expiresAt, labels, rateLimits, credits } = input as Record<string, unknown>;
+  const { name, description, roles, permissions, expiresAt, labels, rateLimits, credits, allowFrom } = input as Record<string, unknown>;
   const checked: CreateKeyInput = parseCreateInput({ name, description, roles, permissions });
   const checkedLabels = checkLabels(labels);
   if (checkedLabels) checked.labels = checkedLabels;
   const limits = rateLimits == null ? [] : checkRateLimits(rateLimits);
   if (limits.length) checked.rateLimits = limits;
   if (credits != null) checked.credits = checkCredits(credits);
+  const allowed = allowFrom == null ? [] : checkAllowFrom(allowFrom);
+  if (allowed.length) checked.allowFrom = allowed;
   return expiresAt === undefined || expiresAt === null ? checked : { ...checked, expiresAt: checkExpiresAt(expiresAt, now) };
 }
 
@@ -38,6 +41,7 @@ export function checkKeyPatch(patch: unknown, now: number): KeyPatch {
   if (given.permissions !== undefined) out.permissions = parseInput(PermissionsSchema, given.permissions);
   if (given.labels !== undefined) out.labels = checkLabels(given.labels ?? {}) ?? {};
   if (given.rateLimits !== undefined) out.rateLimits = checkRateLimits(given.rateLimits ?? []);
+  if (given.allowFrom !== undefined) out.allowFrom = checkAllowFrom(given.allowFrom ?? []);
   if (given.credits !== undefined) out.credits = given.credits === null ? null : checkCredits(given.credits);
   if (given.disabled !== undefined && typeof given.disabled !== "boolean") throw new ServiceError("INVALID_INPUT", "disabled must be true or false");
   if (given.disabledReason != null && given.disabled !== true) {

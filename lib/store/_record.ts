@@ -36,6 +36,7 @@ export function isStoredKey(value: unknown, id: string): value is StoredKey {
     isTime(expiresAt) && isTime(lastUsedAt) && isTime(graceUntil) && (disabled === undefined || disabled === true) &&
     (disabledReason === undefined || typeof disabledReason === "string") && isUsage(value.usage) && isRateLimits(value.rateLimits) && isRetiring(value.retiring) &&
     (value.credits === undefined || storedCreditsProblem(value.credits) === undefined) &&
+    (value.allowFrom === undefined || isStrings(value.allowFrom)) &&
     (labels === undefined || (isObject(labels) && !Array.isArray(labels) && Object.values(labels).every((v) => typeof v === "string"))) &&
     isStrings(roles) && typeof createdAt === "string" && typeof hash === "string" && HASH.test(hash) &&
     Array.isArray(permissions) && permissions.every((p) => isObject(p) && typeof p.resource === "string" && isStrings(p.actions));

@@ -14,7 +14,7 @@ import { settleControls } from "./_credits.ts";
 import type { ChangeOptions } from "./types.ts";
 
 /** The fields an update may change; those it changed are named in its event. */
-const UPDATABLE = ["name", "description", "roles", "permissions", "expiresAt", "labels", "disabled", "disabledReason", "rateLimits", "credits"] as const;
+const UPDATABLE = ["name", "description", "roles", "permissions", "expiresAt", "labels", "disabled", "disabledReason", "rateLimits", "credits", "allowFrom"] as const;
 
 /** The live key `id`, or NOT_FOUND saying why not (absent, or replaced and in its grace period). */
 async function liveKey({ entries }: StoreContext, id: string): Promise<StoredKey> {
@@ -33,6 +33,7 @@ function patched(record: StoredKey, patch: KeyPatch, now: number): StoredKey {
   if (patch.description !== undefined && !patch.description) delete next.description;
   if (patch.expiresAt === null) delete next.expiresAt;
   if (patch.labels !== undefined && Object.keys(patch.labels).length === 0) delete next.labels;
+  if (patch.allowFrom?.length === 0) delete next.allowFrom;
   settleControls(next, patch, now, record.credits); // rate limits [] and credits null: none; credits given: a new count
   // Kept only while disabled: `disabled: true` and the reason given with the disable (none given: none kept).
   if (patch.disabled === true && patch.disabledReason === undefined) delete next.disabledReason;

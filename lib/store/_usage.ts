@@ -10,6 +10,7 @@
 import type { ApiKeyInfo, KeyUsage, KeyVerification, StoredKey, VerificationCode } from "../core/model.ts";
 import { isKeyId } from "../core/input.ts";
 import { can } from "../core/policy.ts";
+import { allowedFrom } from "../core/allow-from.ts";
 import { iso, type StoreContext } from "./_context.ts";
 import { publicView } from "./_entries.ts";
 import { createUseRecorder, dayOf, UNWRITTEN, type UseRecorder, type UseRecorderOptions } from "./last-use.ts";
@@ -120,10 +121,12 @@ async function verifyDetailed(
   if (typeof secret !== "string") return answer("NOT_FOUND");
   const key = await deps.verify(secret);
   if (key) {
+    const { validity: _validity, creditState: _state, ...info } = key;
+    // From outside the key's allow-list: not a use, so nothing counted and nothing spent.
+    if (!allowedFrom(key.allowFrom, options.address)) return answer("IP_NOT_ALLOWED", info);
     // The verified key's use, coalesced like the service's: never a write per call.
     if (options.onUse) options.onUse(key.id);
     else recorder().seen(key.id);
-    const { validity: _validity, creditState: _state, ...info } = key;
     const lacking = (options.permissions ?? []).some((p) => p.actions.some((action) => !can(key, p.resource, action)));
     if (lacking) {
       // No use of its limits nor credits; its credits are shown as they stand, as for any refusal.

@@ -20,13 +20,14 @@ import * as v from "valibot";
 import { isStoredKey } from "./_record.ts";
 import { MAX_EXPIRY_MS, MAX_GRACE_MS } from "../core/lifecycle.ts";
 import { checkLabels } from "../core/labels.ts";
+import { checkAllowFrom } from "../core/allow-from.ts";
 import { checkRateLimits } from "../core/rate-limits.ts";
 import { storedCreditsProblem } from "../core/credits.ts";
 import { auditEventOf } from "./audit.ts";
 
 export const EXPORT_FORMAT = "service-api-keys";
 export const EXPORT_VERSION = 1;
-const KEY_FIELDS = new Set(["type", "id", "name", "description", "roles", "permissions", "createdAt", "expiresAt", "lastUsedAt", "graceUntil", "retiring", "labels", "hash", "disabled", "disabledReason", "usage", "rateLimits", "credits"]);
+const KEY_FIELDS = new Set(["type", "id", "name", "description", "roles", "permissions", "createdAt", "expiresAt", "lastUsedAt", "graceUntil", "retiring", "labels", "hash", "disabled", "disabledReason", "usage", "rateLimits", "credits", "allowFrom"]);
 const HEADER_FIELDS = new Set(["format", "version", "exportedAt", "keys", "auditEvents"]);
 
 /** A key read from an export, with the line it came from (for messages). */
@@ -93,13 +94,10 @@ function keyProblem(value: Record<string, unknown>, now: number): string | undef
   }
   const times = timeProblem(record, now);
   if (times) return times;
-  if (record.rateLimits !== undefined) {
-    try {
-      if (JSON.stringify(checkRateLimits(record.rateLimits)) !== JSON.stringify(record.rateLimits)) return "rateLimits are not in stored form";
-    } catch (error) {
-      return (error as Error).message;
-    }
-  }
+  const limits = storedFormProblem(checkRateLimits, record.rateLimits, "rateLimits are not in stored form");
+  if (limits) return limits;
+  const allowed = storedFormProblem(checkAllowFrom, record.allowFrom, "allowFrom is not in stored form (<address>/<prefix>, host bits cleared)");
+  if (allowed) return allowed;
   if (record.credits !== undefined && storedCreditsProblem(record.credits)) return storedCreditsProblem(record.credits);
   const roles = record.roles as string[];
   const permissions = record.permissions as { resource: string; actions: string[] }[];
@@ -111,14 +109,17 @@ function keyProblem(value: Record<string, unknown>, now: number): string | undef
     if (badAction !== undefined) return `unknown action ${JSON.stringify(badAction)}`;
   }
   if (roles.length + permissions.length === 0) return "a key needs at least one role or permission";
-  if (record.labels !== undefined) {
-    try {
-      if (JSON.stringify(checkLabels(record.labels)) !== JSON.stringify(record.labels)) return "the labels are not in stored form (sorted keys)";
-    } catch (error) {
-      return (error as Error).message;
-    }
+  return storedFormProblem(checkLabels, record.labels, "the labels are not in stored form (sorted keys)");
+}
+
+/** Why `value` (absent: fine) is not what `check` makes of it: `check`'s message, or `notStored`. */
+function storedFormProblem(check: (value: unknown) => unknown, value: unknown, notStored: string): string | undefined {
+  if (value === undefined) return undefined;
+  try {
+    return JSON.stringify(check(value)) === JSON.stringify(value) ? undefined : notStored;
+  } catch (error) {
+    return (error as Error).message;
   }
-  return undefined;
 }
 
 /** The header line's problem, or undefined when this version reads the file. */

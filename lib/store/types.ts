@@ -142,6 +142,11 @@ export interface VerifyOptions {
    * recorder's `seen` (or a no-op when it records no use), so one server writes each key's use once.
    */
   onUse?: (id: string) => void;
+  /**
+   * The address the request being judged came from. A key with an IP allow-list is IP_NOT_ALLOWED when it
+   * is outside the list, and also when it is not given or not an address: the list cannot be checked.
+   */
+  address?: string;
 }
 
 export interface KeyStore {

@@ -22,7 +22,7 @@ describe("apikey --credits", () => {
     expect(made.code, made.stderr).toBe(0);
     expect((await listJson(cli))[0].credits).toEqual({ remaining: 1000, refill: { amount: 1000, interval: "day" } });
     const line = (await cli("apikey", "--list")).stdout.replace(/\n$/, "").split("\t");
-    expect(line).toHaveLength(14);
+    expect(line).toHaveLength(15);
     expect(line[12]).toBe("1000 (1000/day)");
 
     expect((await cli("apikey", "--update", "--name", "ci", "--credits", "5")).code).toBe(0);
@@ -33,8 +33,8 @@ describe("apikey --credits", () => {
     expect((await listJson(cli))[0].credits).toEqual({ remaining: 7, refill: { amount: 50000, interval: "month" } });
     expect((await cli("apikey", "--update", "--name", "ci", "--no-credits")).code).toBe(0);
     expect((await listJson(cli))[0].credits).toBeUndefined();
-    expect((await cli("apikey", "--list")).stdout.replace(/\n$/, "").split("\t")).toHaveLength(14);
-    expect((await cli("apikey", "--list")).stdout).toMatch(/\tactive\t\t\t\t\n$/); // labels, rate limits, credits, old secret: empty
+    expect((await cli("apikey", "--list")).stdout.replace(/\n$/, "").split("\t")).toHaveLength(15);
+    expect((await cli("apikey", "--list")).stdout).toMatch(/\tactive\t\t\t\t\t\n$/); // labels, rate limits, credits, old secret, allow-list: empty
 
     const events = JSON.parse((await cli("apikey", "--audit", "--json")).stdout).events.filter((e: { action: string }) => e.action === "update");
     expect(events.map((e: { changed: string[] }) => e.changed)).toEqual([["credits"], ["credits"], ["credits"]]);

@@ -94,8 +94,8 @@ describe("the pipe format", () => {
       key({ name: "bare", roles: [] }),
     ]);
     expect(text).toBe(
-      "deploy\t0b6f1c2e-8d4a-4f3b-9a1e-5c7d2e8f9a10\tADMIN\tVMS:READ_ANY\t2026-11-22T21:08:09.123Z\ttab\\there\\\\ and\\nnew line\t\t\t\tactive\t\t\t\t\n" +
-        "bare\t0b6f1c2e-8d4a-4f3b-9a1e-5c7d2e8f9a10\t\t\t2026-11-22T21:08:09.123Z\t\t\t\t\tactive\t\t\t\t\n",
+      "deploy\t0b6f1c2e-8d4a-4f3b-9a1e-5c7d2e8f9a10\tADMIN\tVMS:READ_ANY\t2026-11-22T21:08:09.123Z\ttab\\there\\\\ and\\nnew line\t\t\t\tactive\t\t\t\t\t\n" +
+        "bare\t0b6f1c2e-8d4a-4f3b-9a1e-5c7d2e8f9a10\t\t\t2026-11-22T21:08:09.123Z\t\t\t\t\tactive\t\t\t\t\t\n",
     );
   });
 
@@ -152,17 +152,19 @@ describe("expiry and last use (issue 14)", () => {
     expect(lines[3]).not.toContain("DOCKER:READ_ANY,DOCKER:UPDATE_ANY"); // cut
   });
 
-  it("the pipe format appends expires, last used, grace until, the state, the labels, the rate limits, the credits and the old secret's end, in that order", () => {
+  it("the pipe format appends expires, last used, grace until, the state, the labels, the rate limits, the credits, the old secret's end and the allow-list, in that order", () => {
     const rows = listLines(keys, now).split("\n").filter(Boolean).map((line) => line.split("\t"));
-    expect(rows.every((fields) => fields.length === 14)).toBe(true);
+    expect(rows.every((fields) => fields.length === 15)).toBe(true);
     expect(rows.map((fields) => fields.slice(6))).toEqual([
-      ["2026-11-23T01:00:00.000Z", "2026-11-22T23:59:30.000Z", "", "active", "", "", "", ""],
-      ["2026-11-22T22:00:00.000Z", "", "", "expired", "", "", "", ""],
-      ["", "2026-11-22T23:00:00.000Z", "2026-11-23T00:10:00.000Z", "grace", "", "", "", ""],
-      ["", "", "", "active", "", "", "", ""],
+      ["2026-11-23T01:00:00.000Z", "2026-11-22T23:59:30.000Z", "", "active", "", "", "", "", ""],
+      ["2026-11-22T22:00:00.000Z", "", "", "expired", "", "", "", "", ""],
+      ["", "2026-11-22T23:00:00.000Z", "2026-11-23T00:10:00.000Z", "grace", "", "", "", "", ""],
+      ["", "", "", "active", "", "", "", "", ""],
     ]);
     const capped = [key({ credits: { remaining: 42, refill: { amount: 1000, interval: "day" } } }), key({ credits: { remaining: 0 } })];
     expect(listLines(capped, now).split("\n").filter(Boolean).map((line) => line.split("\t")[12])).toEqual(["42 (1000/day)", "0"]);
+    const fenced = listLines([key({ allowFrom: ["10.0.0.0/8", "2001:db8::/32"] })], now).trimEnd().split("\t");
+    expect([fenced.length, fenced[14]]).toEqual([15, "10.0.0.0/8,2001:db8::/32"]);
     expect(rows[0].slice(0, 6)).toEqual(["ci deploy", keys[0].id, "ADMIN", "", "2026-11-22T21:08:09.123Z", "temporary key for the deploy job"]);
   });
 

@@ -144,6 +144,38 @@ describe("console in a browser", () => {
     await context.close();
   }, 60_000);
 
+  it("creates a key with an IP allow-list, shows it in the key's row, and removes it on edit", async () => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    context.setDefaultTimeout(10_000);
+    const page = await context.newPage();
+    const seen = watch(page);
+    await signIn(page);
+    await page.getByRole("button", { name: "New key" }).click();
+    await page.getByLabel("Name", { exact: true }).fill("office only");
+    await page.getByLabel(/^GUEST/).check();
+    await page.getByLabel("Allowed addresses").fill("10.1.2.3/8, 2001:DB8::1");
+    await page.getByRole("button", { name: "Create key" }).click();
+    const secretField = page.getByLabel("New API key");
+    await expect.poll(() => secretField.inputValue()).toMatch(/^sapi_/);
+    const secret = await secretField.inputValue();
+    expect((await graphql(server.url, secret, "{ me { name } }")).status).toBe(403); // the test runs from 127.0.0.1
+    await page.getByRole("button", { name: /Done/ }).click();
+    const row = page.getByRole("row", { name: /office only/ });
+    await expect.poll(() => row.innerText()).toContain("only from 10.0.0.0/8, 2001:db8::1/128");
+
+    await row.getByRole("button", { name: /Edit/ }).click();
+    expect(await page.getByLabel("Allowed addresses").inputValue()).toBe("10.0.0.0/8, 2001:db8::1/128");
+    await page.getByLabel("Allowed addresses").fill("");
+    await page.getByRole("button", { name: "Save changes" }).click();
+    await expect.poll(() => page.getByRole("status").allInnerTexts()).toContain("Saved office only.");
+    expect((await store.list()).find((key) => key.name === "office only")?.allowFrom).toBeUndefined();
+    expect((await graphql(server.url, secret, "{ me { name } }")).status).toBe(200);
+    expect(await page.getByRole("row", { name: /office only/ }).innerText()).not.toContain("only from");
+    expect(seen.problems).toEqual([]);
+    await context.close();
+    await store.deleteByName("office only"); // the tests below read the store's keys
+  }, 60_000);
+
   it("lists keys oldest first, sorts the rows by a column both ways and narrows them by the service's filter", async () => {
     const page = await browser.newPage();
     page.setDefaultTimeout(10_000);

@@ -89,6 +89,24 @@ describe("export and import", () => {
     expect((await refusalOf(() => parseExport(forged))).message).toMatch(/disabledReason is not a valid reason/);
   });
 
+  it("carries a key's IP allow-list, through a rotation too, and refuses one that is not in stored form", async () => {
+    const store = createKeyStore();
+    const made = await store.create({ name: "office", roles: ["VIEWER"], permissions: [], allowFrom: ["192.0.2.7", "::ffff:10.1.0.0/112", "2001:DB8::/32"] });
+    expect(made.allowFrom).toEqual(["192.0.2.7/32", "10.1.0.0/16", "2001:db8::/32"]);
+    const rotated = await store.rotate(made.id);
+    expect(rotated.allowFrom).toEqual(made.allowFrom);
+    const file = text(exportLines(await store.exportRecords()));
+    const target = createKeyStore();
+    await target.importRecords(parseExport(file).keys);
+    expect((await target.verify(rotated.key))?.allowFrom).toEqual(["192.0.2.7/32", "10.1.0.0/16", "2001:db8::/32"]);
+    const widened = file.replace('"192.0.2.7/32"', '"192.0.2.7/8"');
+    expect(widened).not.toBe(file);
+    expect((await refusalOf(() => parseExport(widened))).message).toMatch(/^Line 2 of the import: allowFrom is not in stored form/);
+    const garbled = file.replace('"192.0.2.7/32"', '"192.0.2.300/32"');
+    expect((await refusalOf(() => parseExport(garbled))).message).toMatch(/^Line 2 of the import: Invalid allow-list entry: "192.0.2.300\/32" is not an IP address/);
+    expect((await target.update(made.id, { allowFrom: [] })).allowFrom).toBeUndefined();
+  });
+
   it("refuses a conflict by default and changes nothing; skip leaves the store's key; overwrite replaces it", async () => {
     const { store, secrets } = await source();
     const keys = parseExport(text(exportLines(await store.exportRecords()))).keys;

@@ -84,7 +84,7 @@ describe("package exports", () => {
     ["service-api-keys/client", ["ClientError", "createClient", "createRemoteBackend"]],
     ["service-api-keys/drivers/fs", ["fsDriver"]],
     ["service-api-keys/drivers/redis", ["openRedisBackend"]],
-    ["service-api-keys/schemas", ["CreateKeySchema", "DescriptionSchema", "NameSchema", "PermissionsSchema", "RolesSchema", "parseInput"]],
+    ["service-api-keys/schemas", ["AllowFromSchema", "allowedFrom", "CreateKeySchema", "DescriptionSchema", "NameSchema", "PermissionsSchema", "RolesSchema", "parseInput"]],
     ["service-api-keys/lifecycle", ["checkExpiresAt", "createUseRecorder", "expiryFrom", "parseDuration", "parseGrace", "parseSince"]],
     ["service-api-keys/audit", ["AUDIT_ACTIONS", "createMemoryAuditLog", "describeActor", "localActor"]],
     ["service-api-keys/backend", ["createLocalAtomicIndex", "createUpgradedKeyStore", "defaultStoreDir", "describeStore"]],
