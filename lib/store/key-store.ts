@@ -87,6 +87,7 @@ import { usageCounters } from "./_credits.ts";
 import { guard, storeError } from "./_guard.ts";
 import { updateKey } from "./_update.ts";
 import { getKey, getKeyByName, keyPages, listKeys } from "./_read.ts";
+import { confirmingChanges } from "./_confirm-change.ts";
 
 export { type AtomicIndex, createLocalAtomicIndex } from "./atomic.ts";
 import { createLocalAtomicIndex } from "./atomic.ts";
@@ -102,6 +103,7 @@ export type {
   OnConflict,
   Refusal,
   RotateOptions,
+  StoreTopology,
   VerifiedKey,
   VerifyOptions,
 } from "./types.ts";
@@ -218,5 +220,6 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
 
   // Not enumerable: a wrapper made with `{ ...store, verify }` must not keep a verifyNow that bypasses its verify.
   Object.defineProperty(store, "verifyNow", { value: verifyNow, enumerable: false });
-  return store;
+  if (options.topology) store.topology = options.topology;
+  return options.confirmChange ? confirmingChanges(store, options.confirmChange) : store;
 }

@@ -22,6 +22,8 @@ export interface RedisServer {
 export interface StartRedisOptions {
   /** Keep the data across stop/start (append-only file, fsync always, in a temp dir removed by `destroy`). */
   persist?: boolean;
+  /** More redis-server arguments (`--cluster-enabled yes`, TLS ports and files, ACLs). */
+  args?: string[];
 }
 
 /** Path of the redis-server binary: on PATH, else /usr/bin or /usr/local/bin; throws a clear error when absent. */
@@ -108,7 +110,7 @@ export async function startRedis(options: StartRedisOptions = {}): Promise<Redis
     let log = "";
     const proc = spawn(
       binary,
-      ["--port", String(port), "--bind", "127.0.0.1", "--save", "", ...persistence, "--dir", dir, "--loglevel", "warning"],
+      ["--port", String(port), "--bind", "127.0.0.1", "--save", "", ...persistence, "--dir", dir, "--loglevel", "warning", ...(options.args ?? [])],
       { stdio: ["ignore", "pipe", "pipe"] },
     );
     proc.stdout!.setEncoding("utf8").on("data", (d) => (log += d));
