@@ -2,7 +2,7 @@
 // CI installs the Debian package (`apt-get install -y redis-server`). When it is missing the tests fail
 // with that instruction instead of skipping, so a green run always means Redis was exercised.
 import { type ChildProcess, spawn } from "node:child_process";
-import { accessSync, constants, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { accessSync, constants, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createConnection, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
@@ -145,4 +145,93 @@ export async function startRedis(options: StartRedisOptions = {}): Promise<Redis
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** Path of redis-sentinel (on PATH or in /usr/bin), or null when it is not installed. */
+export function findRedisSentinel(): string | null {
+  const dirs = [...(process.env.PATH ?? "").split(delimiter).filter(Boolean), "/usr/bin", "/usr/local/bin", "/usr/sbin"];
+  for (const dir of dirs) {
+    try {
+      accessSync(join(dir, "redis-sentinel"), constants.X_OK);
+      return join(dir, "redis-sentinel");
+    } catch {
+      // try the next directory
+    }
+  }
+  return null;
+}
+
+export interface SentinelGroup {
+  /** The master's name the sentinels monitor. */
+  name: string;
+  master: RedisServer;
+  replica: RedisServer;
+  /** The sentinels' ports. */
+  sentinels: number[];
+  /** `redis+sentinel://127.0.0.1:<s1>,127.0.0.1:<s2>,127.0.0.1:<s3>/<name>/0` */
+  url: string;
+  /** The port of the master the sentinels name now. */
+  masterPort(): Promise<number>;
+  /** Stops every process and removes their directories. */
+  destroy(): Promise<void>;
+}
+
+/** Polls `check` every 100 ms until it returns true; throws with `what` after `timeoutMs`. */
+export async function pollUntil(what: string, check: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check().catch(() => false))) {
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs / 1000} s`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/**
+ * A master, a replica of it and three redis-sentinel processes watching it (quorum 2), on free loopback ports;
+ * resolves once the replica is in sync and every sentinel knows the replica and the other sentinels.
+ */
+export async function startSentinelGroup(name = "main"): Promise<SentinelGroup> {
+  const binary = findRedisSentinel();
+  if (!binary) throw new Error("redis-sentinel not found: install it with `apt-get install -y redis-sentinel`");
+  const master = await startRedis({ persist: true });
+  const replica = await startRedis({ persist: true, args: ["--replicaof", "127.0.0.1", String(master.port)] });
+  const dir = mkdtempSync(join(tmpdir(), "service-api-sentinel-"));
+  const sentinels: number[] = [];
+  const children: ChildProcess[] = [];
+  const destroy = async () => {
+    for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+    await Promise.all([master.destroy(), replica.destroy()]);
+    rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    await pollUntil("the replica in sync", async () => /master_link_status:up/.test(await redisCommand(replica.port, "INFO replication")));
+    for (let i = 0; i < 3; i++) {
+      const port = await freePort();
+      const config = join(dir, `sentinel-${i}.conf`);
+      writeFileSync(config, [
+        `port ${port}`, "bind 127.0.0.1", `dir ${dir}`,
+        `sentinel monitor ${name} 127.0.0.1 ${master.port} 2`,
+        `sentinel down-after-milliseconds ${name} 2000`,
+        `sentinel failover-timeout ${name} 10000`,
+      ].join("\n") + "\n");
+      const child = spawn(binary, [config], { stdio: "ignore" });
+      children.push(child);
+      sentinels.push(port);
+    }
+    for (const port of sentinels) {
+      await pollUntil(`sentinel ${port} sees the replica and the other sentinels`, async () => {
+        const replicas = await redisCommand(port, `SENTINEL REPLICAS ${name}`);
+        const others = await redisCommand(port, `SENTINEL SENTINELS ${name}`);
+        return replicas.includes(String(replica.port)) && /^\*2\r\n/.test(others);
+      });
+    }
+  } catch (error) {
+    await destroy();
+    throw error;
+  }
+  const masterPort = async () => {
+    const reply = await redisCommand(sentinels[0], `SENTINEL GET-MASTER-ADDR-BY-NAME ${name}`);
+    return Number(reply.trim().split("\r\n").at(-1));
+  };
+  const url = `redis+sentinel://${sentinels.map((port) => `127.0.0.1:${port}`).join(",")}/${name}/0`;
+  return { name, master, replica, sentinels, url, masterPort, destroy };
 }

@@ -51,8 +51,8 @@ export function clusterRefusal(info: string): string | null {
 }
 
 /**
- * The wait after a change: when the master has replicas, `WAIT 1 <timeoutMs>`; none confirming in time is a
- * STORE_UNAVAILABLE that says the change is on the master only. No replicas, or INFO refused: nothing to wait for.
+ * The wait after a change: when the master has replicas, `WAIT 1 <timeoutMs>`; none confirming in time is
+ * NOT_REPLICATED (exit 3), saying the change is on the master only. No replicas, or INFO refused: nothing to wait for.
  */
 export function replicaConfirmation(client: Redis, timeoutMs: number, failure: (error: unknown) => never): () => Promise<void> {
   return async () => {
@@ -61,7 +61,7 @@ export function replicaConfirmation(client: Redis, timeoutMs: number, failure: (
     const confirmed = await client.wait(1, timeoutMs).catch(failure);
     if (confirmed >= 1) return;
     throw new ServiceError(
-      "STORE_UNAVAILABLE",
+      "NOT_REPLICATED",
       `The change was made on the Redis master, but no replica confirmed it within ${timeoutMs} ms: a failover now could undo it. ` +
         "Check the replicas (see docs/operations.md#changes-and-replicas), then check the key and repeat the change if needed",
     );
