@@ -28,6 +28,8 @@ describe("a Redis master with a replica", () => {
     expect(await redisCommand(replica.port, "SCARD service-api:members:names")).toBe(":5\r\n"); // there when the CLI returned
     const doctor = await runCli(["doctor", "--store", master.url]);
     expect(doctor.stdout).toMatch(/^pass  replicas +1 connected; changes wait for one to confirm$/m);
+    const onReplica = await runCli(["doctor", "--store", replica.url]);
+    expect(onReplica.stdout).toMatch(/^warn  redis +.* this Redis is a replica: every change fails \(READONLY\); point the store at the master$/m);
     const server = await startServer({ store: master.url });
     const { body: listed } = await gql(server.url, "{ apiKeys { id name } }", { key: admin });
     const graphqlId = listed.data.apiKeys.find((k: { name: string }) => k.name === "via graphql").id;

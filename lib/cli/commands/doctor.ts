@@ -88,8 +88,9 @@ function writable(path: string): { ok: boolean; why: string } {
 export function topologyChecks(where: string, topology: StoreTopology): Check[] {
   const { mode, master, replicas, aof, warnings } = topology;
   const persistence = warnings.find((w) => w.startsWith("AOF")) ?? (aof ? "AOF on (appendonly yes)" : warnings[0] ?? "unknown");
+  const replica = warnings.find((w) => w.startsWith("this Redis is a replica"));
   return [
-    { name: "redis", ok: true, detail: `${where} answers: ${mode === "sentinel" ? "Sentinel, master" : "one Redis,"} ${master}` },
+    { name: "redis", ok: true, detail: `${where} answers: ${mode === "sentinel" ? "Sentinel, master" : "one Redis,"} ${master}${replica ? `; ${replica}` : ""}`, ...(replica ? { warning: true as const } : {}) },
     { name: "replicas", ok: true, detail: replicas === null ? "unknown: INFO is not permitted" : `${replicas} connected${replicas ? "; changes wait for one to confirm" : ""}` },
     { name: "persistence", ok: true, detail: persistence, ...(aof ? {} : { warning: true as const }) },
   ];
