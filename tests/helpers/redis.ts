@@ -57,17 +57,21 @@ export function freePort(): Promise<number> {
   });
 }
 
-/** Sends one inline command and resolves with the raw reply, or rejects when nothing answers. */
-export function redisCommand(port: number, command: string, timeoutMs = 1_000): Promise<string> {
+/**
+ * Sends one inline command (after `AUTH <password>` when given) and resolves with the raw reply, or rejects
+ * when nothing answers.
+ */
+export function redisCommand(port: number, command: string, timeoutMs = 1_000, password?: string): Promise<string> {
   return new Promise((resolve, reject) => {
     const socket = createConnection({ host: "127.0.0.1", port });
     let reply = "";
     const timer = setTimeout(() => socket.destroy(new Error(`no reply from 127.0.0.1:${port}`)), timeoutMs);
     socket.setEncoding("utf8");
-    socket.on("connect", () => socket.write(`${command}\r\n`));
+    socket.on("connect", () => socket.write(`${password ? `AUTH ${password}\r\n` : ""}${command}\r\n`));
     socket.on("data", (data) => {
       reply += data;
-      if (reply.endsWith("\r\n")) socket.end();
+      if (password && reply.startsWith("+OK\r\n")) reply = reply.slice(5), (password = undefined);
+      if (!password && reply.endsWith("\r\n")) socket.end();
     });
     socket.on("error", (error) => {
       clearTimeout(timer);
@@ -162,6 +166,10 @@ export function findRedisSentinel(): string | null {
 }
 
 export interface SentinelGroup {
+  /** The sentinels' own password (requirepass), when they were given one. */
+  sentinelPassword?: string;
+  /** Sends a command to the first sentinel (authenticated) and resolves with the raw reply. */
+  sentinel(command: string): Promise<string>;
   /** The master's name the sentinels monitor. */
   name: string;
   master: RedisServer;
@@ -189,7 +197,7 @@ export async function pollUntil(what: string, check: () => Promise<boolean>, tim
  * A master, a replica of it and three redis-sentinel processes watching it (quorum 2), on free loopback ports;
  * resolves once the replica is in sync and every sentinel knows the replica and the other sentinels.
  */
-export async function startSentinelGroup(name = "main"): Promise<SentinelGroup> {
+export async function startSentinelGroup(name = "main", sentinelPassword?: string): Promise<SentinelGroup> {
   const binary = findRedisSentinel();
   if (!binary) throw new Error("redis-sentinel not found: install it with `apt-get install -y redis-sentinel`");
   const master = await startRedis({ persist: true });
@@ -212,6 +220,7 @@ export async function startSentinelGroup(name = "main"): Promise<SentinelGroup> 
         `sentinel monitor ${name} 127.0.0.1 ${master.port} 2`,
         `sentinel down-after-milliseconds ${name} 2000`,
         `sentinel failover-timeout ${name} 10000`,
+        ...(sentinelPassword ? [`requirepass ${sentinelPassword}`, `sentinel sentinel-pass ${sentinelPassword}`] : []),
       ].join("\n") + "\n");
       const child = spawn(binary, [config], { stdio: "ignore" });
       children.push(child);
@@ -219,8 +228,8 @@ export async function startSentinelGroup(name = "main"): Promise<SentinelGroup> 
     }
     for (const port of sentinels) {
       await pollUntil(`sentinel ${port} sees the replica and the other sentinels`, async () => {
-        const replicas = await redisCommand(port, `SENTINEL REPLICAS ${name}`);
-        const others = await redisCommand(port, `SENTINEL SENTINELS ${name}`);
+        const replicas = await redisCommand(port, `SENTINEL REPLICAS ${name}`, 1_000, sentinelPassword);
+        const others = await redisCommand(port, `SENTINEL SENTINELS ${name}`, 1_000, sentinelPassword);
         return replicas.includes(String(replica.port)) && /^\*2\r\n/.test(others);
       });
     }
@@ -228,10 +237,11 @@ export async function startSentinelGroup(name = "main"): Promise<SentinelGroup> 
     await destroy();
     throw error;
   }
+  const sentinel = (command: string) => redisCommand(sentinels[0], command, 1_000, sentinelPassword);
   const masterPort = async () => {
-    const reply = await redisCommand(sentinels[0], `SENTINEL GET-MASTER-ADDR-BY-NAME ${name}`);
+    const reply = await sentinel(`SENTINEL GET-MASTER-ADDR-BY-NAME ${name}`);
     return Number(reply.trim().split("\r\n").at(-1));
   };
   const url = `redis+sentinel://${sentinels.map((port) => `127.0.0.1:${port}`).join(",")}/${name}/0`;
-  return { name, master, replica, sentinels, url, masterPort, destroy };
+  return { name, sentinelPassword, sentinel, master, replica, sentinels, url, masterPort, destroy };
 }
