@@ -26,18 +26,24 @@ export interface StartRedisOptions {
   args?: string[];
 }
 
-/** Path of the redis-server binary: on PATH, else /usr/bin or /usr/local/bin; throws a clear error when absent. */
-export function findRedisServer(): string {
+/** Path of an executable on PATH or in /usr/bin, /usr/local/bin, /usr/sbin; null when there is none. */
+function findBinary(name: string): string | null {
   const dirs = [...(process.env.PATH ?? "").split(delimiter).filter(Boolean), "/usr/bin", "/usr/local/bin", "/usr/sbin"];
   for (const dir of dirs) {
-    const candidate = join(dir, "redis-server");
     try {
-      accessSync(candidate, constants.X_OK);
-      return candidate;
+      accessSync(join(dir, name), constants.X_OK);
+      return join(dir, name);
     } catch {
       // try the next directory
     }
   }
+  return null;
+}
+
+/** Path of the redis-server binary: on PATH, else /usr/bin or /usr/local/bin; throws a clear error when absent. */
+export function findRedisServer(): string {
+  const found = findBinary("redis-server");
+  if (found) return found;
   throw new Error(
     "redis-server not found on PATH or in /usr/bin: the Redis tests need a real server. " +
       "Install it with `apt-get install -y redis-server` (Debian/Ubuntu) or `brew install redis`.",
@@ -152,18 +158,7 @@ export async function startRedis(options: StartRedisOptions = {}): Promise<Redis
 }
 
 /** Path of redis-sentinel (on PATH or in /usr/bin), or null when it is not installed. */
-export function findRedisSentinel(): string | null {
-  const dirs = [...(process.env.PATH ?? "").split(delimiter).filter(Boolean), "/usr/bin", "/usr/local/bin", "/usr/sbin"];
-  for (const dir of dirs) {
-    try {
-      accessSync(join(dir, "redis-sentinel"), constants.X_OK);
-      return join(dir, "redis-sentinel");
-    } catch {
-      // try the next directory
-    }
-  }
-  return null;
-}
+export const findRedisSentinel = (): string | null => findBinary("redis-sentinel");
 
 export interface SentinelGroup {
   /** The sentinels' own password (requirepass), when they were given one. */
@@ -193,6 +188,18 @@ export async function pollUntil(what: string, check: () => Promise<boolean>, tim
   }
 }
 
+/** A redis-server replicating `master`, resolved once it is in sync. */
+export async function startReplica(master: RedisServer, options: StartRedisOptions = {}): Promise<RedisServer> {
+  const replica = await startRedis({ ...options, args: ["--replicaof", "127.0.0.1", String(master.port), ...(options.args ?? [])] });
+  try {
+    await pollUntil("the replica in sync", async () => /master_link_status:up/.test(await redisCommand(replica.port, "INFO replication")));
+  } catch (error) {
+    await replica.destroy();
+    throw error;
+  }
+  return replica;
+}
+
 /**
  * A master, a replica of it and three redis-sentinel processes watching it (quorum 2), on free loopback ports;
  * resolves once the replica is in sync and every sentinel knows the replica and the other sentinels.
@@ -201,7 +208,7 @@ export async function startSentinelGroup(name = "main", sentinelPassword?: strin
   const binary = findRedisSentinel();
   if (!binary) throw new Error("redis-sentinel not found: install it with `apt-get install -y redis-sentinel`");
   const master = await startRedis({ persist: true });
-  const replica = await startRedis({ persist: true, args: ["--replicaof", "127.0.0.1", String(master.port)] });
+  const replica = await startReplica(master, { persist: true });
   const dir = mkdtempSync(join(tmpdir(), "service-api-sentinel-"));
   const sentinels: number[] = [];
   const children: ChildProcess[] = [];
@@ -211,7 +218,6 @@ export async function startSentinelGroup(name = "main", sentinelPassword?: strin
     rmSync(dir, { recursive: true, force: true });
   };
   try {
-    await pollUntil("the replica in sync", async () => /master_link_status:up/.test(await redisCommand(replica.port, "INFO replication")));
     for (let i = 0; i < 3; i++) {
       const port = await freePort();
       const config = join(dir, `sentinel-${i}.conf`);

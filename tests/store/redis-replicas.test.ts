@@ -3,7 +3,7 @@
 // DEBUG SLEEP) turns every change into NOT_REPLICATED: exit 3 in the CLI, a GraphQL error in the service.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli } from "../helpers/cli.ts";
-import { pollUntil, type RedisServer, redisCommand, startRedis } from "../helpers/redis.ts";
+import { type RedisServer, redisCommand, startRedis, startReplica } from "../helpers/redis.ts";
 import { gql, startServer } from "../helpers/server.ts";
 
 const NOT_CONFIRMED = /no replica confirmed it within 2000 ms: a failover now could undo it/;
@@ -13,8 +13,7 @@ describe("a Redis master with a replica", () => {
   let replica: RedisServer;
   beforeAll(async () => {
     master = await startRedis({ persist: true });
-    replica = await startRedis({ args: ["--replicaof", "127.0.0.1", String(master.port), "--enable-debug-command", "local"] });
-    await pollUntil("the replica in sync", async () => /master_link_status:up/.test(await redisCommand(replica.port, "INFO replication")));
+    replica = await startReplica(master, { args: ["--enable-debug-command", "local"] });
   }, 60_000);
   afterAll(async () => {
     await replica?.destroy();
