@@ -27,11 +27,17 @@ async function infoOf(client: Redis, section?: string): Promise<string | null> {
   }
 }
 
+/** The `host:port` the client is connected to now ("" while it is not). */
+function addressOf(client: Redis): string {
+  const stream = client.stream as { remoteAddress?: string; remotePort?: number } | undefined;
+  if (!stream?.remoteAddress) return "";
+  return `${stream.remoteAddress.includes(":") ? `[${stream.remoteAddress}]` : stream.remoteAddress}:${stream.remotePort}`;
+}
+
 /** The topology of the connection's Redis; rejects when Redis does not answer. */
 export async function readTopology(client: Redis, target: RedisTarget): Promise<StoreTopology> {
   const info = await infoOf(client);
-  const stream = client.stream as { remoteAddress?: string; remotePort?: number } | undefined;
-  const address = stream?.remoteAddress ? `${stream.remoteAddress.includes(":") ? `[${stream.remoteAddress}]` : stream.remoteAddress}:${stream.remotePort}` : "";
+  const address = addressOf(client);
   const master = target.mode === "sentinel" ? `${target.name} at ${address}` : address;
   if (info === null) {
     const warning = "INFO is not permitted for this Redis user: its replicas and persistence are unknown, and changes are not confirmed by a replica (see docs/operations.md#a-redis-user-with-least-privilege)";
@@ -52,12 +58,29 @@ export function clusterRefusal(info: string): string | null {
 
 /**
  * The wait after a change: when the master has replicas, `WAIT 1 <timeoutMs>`; none confirming in time is
- * NOT_REPLICATED (exit 3), saying the change is on the master only. No replicas, or INFO refused: nothing to wait for.
+ * NOT_REPLICATED (exit 3), saying the change is on the master only. No replicas, or INFO refused: nothing to
+ * wait for. `remember` (Sentinel): a master once seen with replicas is waited for even when it has none left,
+ * since that is a master whose replica was just promoted away, and a change it takes now is lost when the
+ * sentinels make it a replica.
  */
-export function replicaConfirmation(client: Redis, timeoutMs: number, failure: (error: unknown) => never): () => Promise<void> {
+export function replicaConfirmation(client: Redis, timeoutMs: number, failure: (error: unknown) => never, remember: boolean): () => Promise<void> {
+  const withReplicas = new Set<string>();
+  /** Whether the master has replicas now, remembered for its address. */
+  const note = (info: string) => {
+    const some = Number(field(info, "connected_slaves") ?? 0) > 0;
+    if (some) withReplicas.add(addressOf(client));
+    return some;
+  };
+  if (remember) {
+    // Each connection looks at once, so a master's replicas are known before its first change.
+    const look = () => void infoOf(client, "replication").then((info) => info && note(info), () => {});
+    look();
+    client.on("ready", look);
+  }
   return async () => {
     const info = await infoOf(client, "replication").catch(failure);
-    if (!info || !Number(field(info, "connected_slaves") ?? 0)) return;
+    if (!info) return;
+    if (!note(info) && (!remember || !withReplicas.has(addressOf(client)))) return;
     const confirmed = await client.wait(1, timeoutMs).catch(failure);
     if (confirmed >= 1) return;
     throw new ServiceError(

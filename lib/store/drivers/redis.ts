@@ -85,7 +85,7 @@ export async function openRedisBackend(url: string, options: RedisBackendOptions
     rateLimiter,
     creditCounter: createRedisCreditCounter(client, (id) => redisKey(`credits:${id}`), (error) => failure(error ?? outOfStep()), (id, ms) => redisKey(`ratelimit:${id}:${ms}`)),
     topology: connection.topology,
-    confirmChange: replicaConfirmation(client, replicaWaitMs, failure),
+    confirmChange: replicaConfirmation(client, replicaWaitMs, failure, connection.target.mode === "sentinel"),
     dispose: async () => {
       client.disconnect();
     },
