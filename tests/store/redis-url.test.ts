@@ -1,7 +1,7 @@
 // Store URLs as a user types them: one Redis, a Sentinel group, TLS; anything else (an unknown query
 // parameter, redis+cluster://, a cluster node behind a plain URL) is refused as bad usage, exit 2.
 import { describe, expect, it } from "vitest";
-import { parseStoreSpec } from "../../lib/store/config.ts";
+import { describeStore, parseStoreSpec } from "../../lib/store/config.ts";
 import { parseRedisUrl } from "../../lib/store/drivers/_redis-url.ts";
 import { runCli } from "../helpers/cli.ts";
 import { startRedis } from "../helpers/redis.ts";
@@ -34,6 +34,17 @@ describe("parseRedisUrl", () => {
     ["redis://h:99999/0", "Invalid Redis URL"],
   ])("refuses %s as bad usage", (url, message) => {
     expect(() => parseStoreSpec(url)).toThrow(expect.objectContaining({ code: "USAGE", message: expect.stringContaining(message) }));
+  });
+});
+
+describe("a Sentinel URL's credentials", () => {
+  it("never appear in a message or a debug line, nor the sentinels' own password", async () => {
+    const url = "redis+sentinel://us3rnm:p%40ss3cr3t@127.0.0.1:1,127.0.0.1:2/main/0";
+    expect(describeStore(parseStoreSpec(url))).toBe("redis+sentinel://***@127.0.0.1:1,127.0.0.1:2/main/0");
+    const result = await runCli(["apikey", "--list", "--store", url], { env: { LOG_LEVEL: "trace", SERVICE_API_REDIS_SENTINEL_PASSWORD: "s3nt1nel-pw" } });
+    expect(result.code).toBe(3);
+    expect(result.stderr).toContain("redis+sentinel://***@127.0.0.1:1,127.0.0.1:2/main/0");
+    expect(result.stdout + result.stderr).not.toMatch(/3cr3t|s3rnm|s3nt1nel|p%40ss/);
   });
 });
 
