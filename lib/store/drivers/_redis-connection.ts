@@ -14,7 +14,7 @@ import type { Redis } from "ioredis";
 import type { Driver } from "unstorage";
 import redisDriver from "unstorage/drivers/redis";
 import { isServiceError, ServiceError } from "../../core/errors.ts";
-import { checkReplies, guardReplies, type Shape } from "./_redis-desync.ts";
+import { checkReplies, DESYNC_REASON, guardReplies, type Shape } from "./_redis-desync.ts";
 import type { StoreTopology } from "../types.ts";
 import { clientOptionsOf, type RedisSecrets } from "./_redis-options.ts";
 import { clusterRefusal, readTopology } from "./_redis-topology.ts";
@@ -86,7 +86,8 @@ export async function openRedisConnection(
     desynced = false;
   });
   client.on("ready", () => {
-    lastError = "";
+    // Ready without a ready check can follow a cut of the same connection (a desync during its CLIENT SETINFO).
+    if (!desynced) lastError = "";
   });
   // A reply out of turn cuts the connection (ioredis reconnects) instead of throwing from a socket event.
   const outOfStep = guardReplies(client, (reason) => {
@@ -100,7 +101,9 @@ export async function openRedisConnection(
 
   const failure = (error: unknown): never => {
     if (isServiceError(error)) throw error;
-    const reason = client.status === "ready" ? reasonOf(error) : lastError || reasonOf(error);
+    // A command refused for a socket just cut (ioredis may still say "ready") failed for the cut's cause.
+    const cut = /Stream isn't writeable|Connection is closed/.test(messageOf(error));
+    const reason = client.status === "ready" && !cut ? reasonOf(error) : lastError || reasonOf(error);
     throw unavailable(`Redis request failed: ${reason}`);
   };
   const wrap = <A extends unknown[], R>(fn: (...args: A) => Promise<R>) => (...args: A): Promise<R> =>
@@ -133,6 +136,11 @@ async function reachRedis(
     clearTimeout(timer);
   }
   const info = await client.info().catch(() => ""); // a user without INFO: checked no further
+  if (info && !info.includes("redis_version:")) {
+    // Some other reply in place of INFO's: the connection is out of step from its first command.
+    client.disconnect();
+    throw cannotConnect(new Error(DESYNC_REASON));
+  }
   const cluster = clusterRefusal(info);
   if (cluster) {
     client.disconnect();
