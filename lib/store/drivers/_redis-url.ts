@@ -125,7 +125,7 @@ export function parseRedisUrl(url: string): RedisTarget {
       name,
       db: Number(db || 0),
       tls: scheme[1].toLowerCase() === "rediss",
-      // Decoding throws "URI malformed" on a raw `%`: a usage error here rather than deep in ioredis.
+      // Decoding throws "URI malformed" on a raw `%`: a usage error here rather than deep in the Redis client.
       username: decodeURIComponent(parsed.username) || param("username"),
       password: decodeURIComponent(parsed.password) || param("password"),
       prefix: (param("prefix") ?? DEFAULT_REDIS_PREFIX).replace(/^:+|:+$/g, ""),
