@@ -20,6 +20,10 @@ export const ENVIRONMENT: readonly [string, string][] = [
   ["SERVICE_API_METRICS_ALLOW", "serve: addresses that may read /metrics without a key, as --metrics-allow"],
   ["SERVICE_API_LAST_USE", "serve: off stops recording when keys were last used, as --no-last-use"],
   ["SERVICE_API_METRICS_GC", "serve: on adds the GC histogram to /metrics (default off, as it costs p99 latency)"],
+  ["SERVICE_API_REDIS_TLS_CA", "rediss:// stores: PEM file of the CA that signed Redis's certificate"],
+  ["SERVICE_API_REDIS_TLS_CERT", "rediss:// stores: PEM file of this client's certificate (with SERVICE_API_REDIS_TLS_KEY)"],
+  ["SERVICE_API_REDIS_TLS_KEY", "rediss:// stores: PEM file of that certificate's key"],
+  ["SERVICE_API_REDIS_SENTINEL_PASSWORD", "redis+sentinel:// stores: the sentinels' own password"],
   ["SERVICE_API_RETIRED_RETENTION", "How long deleted or replaced keys' secrets are recognised, as --retired-retention (default 30d)"],
   ["NO_COLOR", "Prompts without colours"],
 ];
@@ -29,7 +33,7 @@ export const EXIT_STATUSES: readonly [number, string][] = [
   [0, "success (also --if-exists / --if-not-exists with nothing to do, and --delete --expired or --audit finding nothing)"],
   [1, "could not be done: NAME_TAKEN, NOT_FOUND, NO_KEYS, UNAUTHENTICATED, FORBIDDEN, secret not delivered"],
   [2, "bad usage or invalid input: USAGE, INVALID_INPUT"],
-  [3, "key store or service unreachable: STORE_UNAVAILABLE"],
+  [3, "key store or service unreachable: STORE_UNAVAILABLE; a change no Redis replica confirmed: NOT_REPLICATED"],
   [130, "cancelled at a prompt: CANCELLED"],
 ];
 

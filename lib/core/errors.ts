@@ -7,6 +7,8 @@ export const ERROR_CODES = {
   NO_KEYS: { exit: 1, http: 404 },
   // Its own status, so a `set -e` script tells a broken environment from "name taken" or "nothing to delete".
   STORE_UNAVAILABLE: { exit: 3, http: 503 },
+  // A change made on the Redis master that no replica confirmed in time: a failover could still undo it.
+  NOT_REPLICATED: { exit: 3, http: 503 },
   UNAUTHENTICATED: { exit: 1, http: 401 },
   // A disabled key is refused like an expired one (401), with a code of its own so a client can tell.
   KEY_DISABLED: { exit: 1, http: 401 },

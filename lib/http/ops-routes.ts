@@ -4,7 +4,7 @@
  */
 import { can } from "../core/policy.ts";
 import type { MaybePromise } from "../core/maybe-promise.ts";
-import type { KeyStore } from "../store/key-store.ts";
+import type { KeyStore, StoreTopology } from "../store/key-store.ts";
 import type { KeyGate } from "./authenticate.ts";
 import { credential } from "./request.ts";
 import { errorResponse, JSON_TYPE } from "./responses.ts";
@@ -18,10 +18,6 @@ const onlyGet = (request: ServiceRequest, path: string): ServiceResponse | null 
     ? null
     : errorResponse(405, "METHOD_NOT_ALLOWED", `Use GET on ${path}`, { allow: "GET, HEAD" });
 
-/**
- * `/readyz`: 200 when a cheap store read (is there any key?) succeeds within READY_TIMEOUT_MS, else
- * 503. Concurrent probes share one read, so a flood of probes is one read at a time.
- */
 /** `/healthz`: 200 `{"status":"ok"}` while the process answers at all. */
 export const healthz = (request: ServiceRequest): ServiceResponse =>
   onlyGet(request, "/healthz") ?? {
@@ -30,21 +26,28 @@ export const healthz = (request: ServiceRequest): ServiceResponse =>
     body: request.method === "HEAD" ? null : JSON.stringify({ status: "ok" }),
   };
 
+type Probe = { problem: string | null; topology?: StoreTopology };
+
+/**
+ * `/readyz`: 200 when a cheap store read (is there any key?) succeeds within READY_TIMEOUT_MS, else
+ * 503; a Redis store adds what it runs on (`store`: mode, master, replicas, AOF, warnings). Concurrent
+ * probes share one read, so a flood of probes is one read at a time.
+ */
 export function readiness(store: KeyStore, timeoutMs = READY_TIMEOUT_MS) {
-  let pending: Promise<string | null> | undefined;
+  let pending: Promise<Probe> | undefined;
   const probe = () =>
-    (pending ??= new Promise<string | null>((resolve) => {
-      const timer = setTimeout(() => resolve(`the key store did not answer within ${timeoutMs} ms`), timeoutMs);
-      store.isEmpty().then(() => resolve(null), () => resolve("the key store cannot be reached"))
+    (pending ??= new Promise<Probe>((resolve) => {
+      const timer = setTimeout(() => resolve({ problem: `the key store did not answer within ${timeoutMs} ms` }), timeoutMs);
+      Promise.all([store.isEmpty(), store.topology?.()]).then(([, topology]) => resolve({ problem: null, topology }), () => resolve({ problem: "the key store cannot be reached" }))
         .finally(() => clearTimeout(timer));
     }).finally(() => (pending = undefined)));
   return async (request: ServiceRequest): Promise<ServiceResponse> => {
     const wrong = onlyGet(request, "/readyz");
     if (wrong) return wrong;
-    const problem = await probe();
+    const { problem, topology } = await probe();
     const headers = { "content-type": JSON_TYPE, "cache-control": "no-store" };
-    const body = request.method === "HEAD" ? null : JSON.stringify(problem ? { status: "unavailable", reason: problem } : { status: "ok" });
-    return { status: problem ? 503 : 200, headers, body };
+    const body = problem ? { status: "unavailable", reason: problem } : { status: "ok", ...(topology ? { store: topology } : {}) };
+    return { status: problem ? 503 : 200, headers, body: request.method === "HEAD" ? null : JSON.stringify(body) };
   };
 }
 

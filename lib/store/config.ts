@@ -4,7 +4,10 @@
  *
  *   fs:<dir> or a path   a directory on this host (default)
  *   memory:              this process only (tests, experiments)
- *   redis://host:port/db several hosts sharing one set of keys
+ *   redis://host:port/db several hosts sharing one set of keys (rediss:// for TLS)
+ *   redis+sentinel://host:port[,host:port...]/<master name>[/db]  the same, on the master a Sentinel group names
+ *
+ * TLS files and the sentinels' password come from `SERVICE_API_REDIS_*` variables (see `redisSecretsFrom`).
  */
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
@@ -14,13 +17,14 @@ import { fsDriver } from "./drivers/fs.ts";
 import { createStoreDir } from "./drivers/_fs-presence.ts";
 import { createKeyStore, createUpgradedKeyStore, type KeyStore } from "./key-store.ts";
 import { JOURNAL } from "./_import-journal.ts";
-import { redactRedisUrl } from "./drivers/_redis-url.ts";
+import { parseRedisUrl, redactRedisUrl } from "./drivers/_redis-url.ts";
+import { type RedisSecrets, redisSecretsFrom } from "./drivers/_redis-options.ts";
 import { parseDuration } from "../core/lifecycle.ts";
 
 export type StoreSpec =
   | { kind: "fs"; dir: string }
   | { kind: "memory" }
-  | { kind: "redis"; url: string };
+  | { kind: "redis"; url: string; secrets?: RedisSecrets };
 
 type Env = Record<string, string | undefined>;
 
@@ -40,7 +44,10 @@ export function parseStoreSpec(value: string | undefined, env: Env = process.env
   const spec = value?.trim() || env.SERVICE_API_STORE?.trim() || "";
   if (!spec) return { kind: "fs", dir: defaultStoreDir(env) };
   if (spec === "memory:" || spec === "memory") return { kind: "memory" };
-  if (/^rediss?:\/\//i.test(spec)) return { kind: "redis", url: spec };
+  if (/^rediss?(\+[a-z]+)?:\/\//i.test(spec)) {
+    parseRedisUrl(spec); // a malformed URL or an unknown parameter is bad usage, before anything connects
+    return { kind: "redis", url: spec, secrets: redisSecretsFrom(env) };
+  }
   if (spec.startsWith("fs:")) {
     if (!spec.slice(3)) throw new ServiceError("USAGE", "Store 'fs:' needs a directory, for example fs:/var/lib/service-api");
     return { kind: "fs", dir: resolve(spec.slice(3)) };
@@ -48,7 +55,7 @@ export function parseStoreSpec(value: string | undefined, env: Env = process.env
   if (/^[a-z][a-z0-9+.-]*:/i.test(spec) && !/^[a-z]:[\\/]/i.test(spec)) {
     throw new ServiceError(
       "USAGE",
-      `Unknown store '${spec.split(":")[0]}:'. Use fs:<dir>, memory: or redis://host:port/db`,
+      `Unknown store '${spec.split(":")[0]}:'. Use fs:<dir>, memory:, redis://host:port/db or redis+sentinel://host:port/<master name>`,
     );
   }
   return { kind: "fs", dir: resolve(spec) };
@@ -123,7 +130,7 @@ export async function openKeyStore(
     return store;
   }
   const { openRedisBackend } = await import("./drivers/redis.ts");
-  const backend = await openRedisBackend(spec.url);
+  const backend = await openRedisBackend(spec.url, spec.secrets);
   try {
     return await recovered(await createUpgradedKeyStore({ ...backend, debug, retiredRetentionMs }), debug); // its audit trail included
   } catch (error) {

@@ -91,6 +91,7 @@ import { guard, storeError } from "./_guard.ts";
 import { updateKey } from "./_update.ts";
 import { getKey, getKeyByName, keyPages, listKeys } from "./_read.ts";
 import { migrateStore } from "./_migrate.ts";
+import { confirmingChanges } from "./_confirm-change.ts";
 
 export { type AtomicIndex, createLocalAtomicIndex } from "./atomic.ts";
 import { createLocalAtomicIndex } from "./atomic.ts";
@@ -106,6 +107,7 @@ export type {
   OnConflict,
   Refusal,
   RotateOptions,
+  StoreTopology,
   VerifiedKey,
   VerifyOptions,
 } from "./types.ts";
@@ -247,5 +249,6 @@ function buildStore({ ctx, memory, retired, auditLog }: ReturnType<typeof openCo
 
   // Not enumerable: a wrapper made with `{ ...store, verify }` must not keep a verifyNow that bypasses its verify.
   Object.defineProperty(store, "verifyNow", { value: verifyNow, enumerable: false });
-  return store;
+  if (options.topology) store.topology = options.topology;
+  return options.confirmChange ? confirmingChanges(store, options.confirmChange) : store;
 }

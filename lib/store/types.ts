@@ -42,6 +42,13 @@ export interface KeyStoreOptions {
    * `deleteExpired` removes it.
    */
   retiredRetentionMs?: number;
+  /** What the store runs on (see `StoreTopology`), for `doctor` and `/readyz`; Redis backends give it. */
+  topology?: () => Promise<StoreTopology>;
+  /**
+   * Called after every change (create, rotate, delete, update, import) before it is reported done; a
+   * rejection reports it not done for sure. Redis backends wait there for a replica to hold the change.
+   */
+  confirmChange?: () => Promise<void>;
   /** How `verifyDetailed` writes the uses it counts (see `createUseRecorder`; default: within 5 s, then once a minute per key). */
   useRecorder?: UseRecorderOptions;
 }
@@ -149,7 +156,23 @@ export interface VerifyOptions {
   address?: string;
 }
 
+/** What a store runs on, for `doctor` and `/readyz`. */
+export interface StoreTopology {
+  /** One Redis, or the master a Sentinel group names. */
+  mode: "single" | "sentinel";
+  /** The address of the Redis in use, `host:port` (with a Sentinel group: the master's name before it). */
+  master: string;
+  /** Replicas connected to it; null when INFO is not permitted. */
+  replicas: number | null;
+  /** Whether it writes an append-only file; null when INFO is not permitted. */
+  aof: boolean | null;
+  /** What an operator should know: persistence that loses deletes on a restart, INFO refused. */
+  warnings: string[];
+}
+
 export interface KeyStore {
+  /** Optional: what the store runs on (see `StoreTopology`). */
+  topology?: () => Promise<StoreTopology>;
   /** Counts requests against keys' rate limits (see rate-limiter.ts): the service asks it for keys that have limits. */
   rateLimiter?: RateLimiter;
   /** Counts keys' credits down (see credit-counter.ts): the service spends one per request of a key that has credits. */

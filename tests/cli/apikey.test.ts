@@ -263,7 +263,7 @@ describe("usage", () => {
   it("exits 2 for an unknown kind of store", async () => {
     const result = await runCli(["apikey", "--list", "--store", "ftp://x"]);
     expect(result.code).toBe(2);
-    expect(result.stderr).toContain("Unknown store 'ftp:'. Use fs:<dir>, memory: or redis://host:port/db");
+    expect(result.stderr).toContain("Unknown store 'ftp:'. Use fs:<dir>, memory:, redis://host:port/db or redis+sentinel://host:port/<master name>");
   });
 
   it("reports usage errors as one JSON object under --json", async () => {

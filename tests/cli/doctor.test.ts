@@ -105,12 +105,38 @@ describe("doctor on memory: and Redis", () => {
     expect(Object.keys(checksOf(result))).toEqual(["store", "keys", "audit", "runtime", "version"]);
   });
 
-  it("a reachable Redis passes with its key count", async () => {
+  it("a reachable Redis passes with its key count, and says what it runs on: one Redis, its address, no replicas", async () => {
     expect((await runCli(["apikey", "--create", "--name", "ci", "-r", "ADMIN", "--store", redis.url])).code).toBe(0);
     const result = await runCli(["doctor", "--store", redis.url]);
     expect(result.code, result.stdout).toBe(0);
-    expect(result.stdout).toMatch(/^pass  redis +redis:\/\/127\.0\.0\.1:\d+\/0 answers$/m);
+    expect(result.stdout).toMatch(new RegExp(`^pass  redis +redis://127\\.0\\.0\\.1:${redis.port}/0 answers: one Redis, 127\\.0\\.0\\.1:${redis.port}$`, "m"));
+    expect(result.stdout).toMatch(/^pass  replicas +0 connected$/m);
     expect(result.stdout).toMatch(/^pass  keys +1 key$/m);
+    const json = JSON.parse((await runCli(["doctor", "--store", redis.url, "--json"])).stdout);
+    expect(json.redis).toEqual({ mode: "single", master: `127.0.0.1:${redis.port}`, replicas: 0, aof: false });
+  });
+
+  it("warns, exit 0, when Redis keeps no append-only file (a delete since the last snapshot would come back), and passes with one", async () => {
+    const text = await runCli(["doctor", "--store", redis.url]);
+    expect(text.code).toBe(0);
+    expect(text.stdout).toMatch(/^warn  persistence +AOF is off: a key deleted, disabled or rotated after the last RDB snapshot comes back when Redis restarts\. Turn it on \(appendonly yes\)/m);
+    const json = await runCli(["doctor", "--store", redis.url, "--json"]);
+    expect(checksOf(json).persistence).toMatchObject({ ok: true, warning: true });
+
+    const durable = await startRedis({ persist: true });
+    try {
+      const result = await runCli(["doctor", "--store", durable.url]);
+      expect(result.stdout).toMatch(/^pass  persistence +AOF on \(appendonly yes\)$/m);
+      expect(JSON.parse((await runCli(["doctor", "--store", durable.url, "--json"])).stdout).redis.aof).toBe(true);
+    } finally {
+      await durable.destroy();
+    }
+  });
+
+  it("refuses an unknown URL parameter, exit 2, naming it, before connecting", async () => {
+    const result = await runCli(["doctor", "--store", `${redis.url}?prefix=x&enableAutoPipelining=true`]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain("Unknown Redis URL parameter 'enableAutoPipelining'");
   });
 
   it("an unreachable Redis is a failing check and exit 1, quickly", async () => {

@@ -26,6 +26,8 @@ describe("/readyz with Redis", () => {
     };
     try {
       expect(await probe("/readyz")).toMatchObject({ status: 200, body: { status: "ok" } });
+      // What the store runs on: one Redis, the address in use, no replicas, an append-only file, nothing to warn of.
+      expect((await probe("/readyz")).body.store).toEqual({ mode: "single", master: `127.0.0.1:${redis.port}`, replicas: 0, aof: true, warnings: [] });
       await redis.stop();
       const down = await probe("/readyz");
       expect(down).toMatchObject({ status: 503, body: { status: "unavailable" } });
@@ -40,6 +42,22 @@ describe("/readyz with Redis", () => {
       expect(status).toBe(200);
     } finally {
       await server.stop();
+    }
+  }, 40_000);
+
+  it("on a Redis without an append-only file: serve warns at start-up (a JSON line with LOG_FORMAT=json) and /readyz says so", async () => {
+    const bare = await startRedis();
+    const server = await startServer({ store: `${bare.url}?prefix=aof`, env: { LOG_FORMAT: "json" } });
+    try {
+      const lines = server.stderr().trim().split("\n").map((line) => JSON.parse(line));
+      const warning = lines.find((line) => line.level === "warn");
+      expect(warning?.msg).toMatch(/^AOF is off: a key deleted, disabled or rotated after the last RDB snapshot comes back when Redis restarts/);
+      expect(lines.find((line) => /^Redis: one Redis, 127\.0\.0\.1:\d+, 0 replicas$/.test(line.msg))).toBeTruthy();
+      const ready = await (await fetch(`${server.url}/readyz`)).json();
+      expect(ready).toMatchObject({ status: "ok", store: { mode: "single", aof: false, warnings: [warning.msg] } });
+    } finally {
+      await server.stop();
+      await bare.destroy();
     }
   }, 40_000);
 });

@@ -23,7 +23,17 @@ describe("redactRedisUrl and describeStore", () => {
     "hide every piece of the credentials of %s",
     (url) => {
       expect(redactRedisUrl(url)).toBe("redis://***@127.0.0.1:6379/0");
-      expect(describeStore(parseStoreSpec(url))).toBe("redis://***@127.0.0.1:6379/0");
+      expect(describeStore({ kind: "redis", url })).toBe("redis://***@127.0.0.1:6379/0");
+      // A password with a raw / ? # or % is refused as soon as the URL is read, in a message as redacted.
+      let described: string;
+      try {
+        described = describeStore(parseStoreSpec(url));
+      } catch (error) {
+        expect(error).toMatchObject({ code: "USAGE" });
+        described = (error as Error).message;
+      }
+      expect(described).toContain("redis://***@127.0.0.1:6379/0");
+      expect(described).not.toMatch(LEAKS);
     },
   );
 

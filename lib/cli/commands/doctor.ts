@@ -14,6 +14,7 @@ import { redactSecrets } from "../../core/secret.ts";
 import { VERSION } from "../../core/version.ts";
 import { describeStore, openKeyStore, parseStoreSpec, type StoreSpec, storeSource } from "../../store/config.ts";
 import { fsPresence, type LooseFolder, looseFolders } from "../../store/drivers/_fs-presence.ts";
+import type { StoreTopology } from "../../store/types.ts";
 import type { CommandDef, CommandIO } from "../command.ts";
 import type { Output } from "../format-results.ts";
 import { jsonLine } from "../json-text.ts";
@@ -24,9 +25,11 @@ export interface DoctorFlags {
 }
 
 export interface Check {
-  name: "store" | "owner" | "redis" | "keys" | "audit" | "runtime" | "version";
+  name: "store" | "owner" | "redis" | "replicas" | "persistence" | "keys" | "audit" | "runtime" | "version";
   ok: boolean;
   detail: string;
+  /** Works, but an operator should act (persistence that loses deletes on a restart): "warn", exit 0. */
+  warning?: true;
 }
 
 /** Longest a Redis store may take to answer before its checks fail (its own connect timeout is shorter). */
@@ -81,17 +84,31 @@ function writable(path: string): { ok: boolean; why: string } {
   return { ok: true, why: `${path} is made with the store` };
 }
 
+/** The Redis lines: which Redis answers (mode, master), its replicas, its persistence. */
+export function topologyChecks(where: string, topology: StoreTopology): Check[] {
+  const { mode, master, replicas, aof, warnings } = topology;
+  const persistence = warnings.find((w) => w.startsWith("AOF")) ?? (aof ? "AOF on (appendonly yes)" : warnings[0] ?? "unknown");
+  const replica = warnings.find((w) => w.startsWith("this Redis is a replica"));
+  return [
+    { name: "redis", ok: true, detail: `${where} answers: ${mode === "sentinel" ? "Sentinel, master" : "one Redis,"} ${master}${replica ? `; ${replica}` : ""}`, ...(replica ? { warning: true as const } : {}) },
+    { name: "replicas", ok: true, detail: replicas === null ? "unknown: INFO is not permitted" : `${replicas} connected${replicas ? "; changes wait for one to confirm" : ""}` },
+    { name: "persistence", ok: true, detail: persistence, ...(aof ? {} : { warning: true as const }) },
+  ];
+}
+
 /** Opens the store and counts its keys; then the audit trail. Redis: reachability first, bounded in time. */
-async function storeChecks(spec: StoreSpec, io: CommandIO): Promise<Check[]> {
+async function storeChecks(spec: StoreSpec, io: CommandIO): Promise<{ checks: Check[]; topology?: StoreTopology }> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const late = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error(`no answer within ${REDIS_WAIT_MS / 1000} s`)), REDIS_WAIT_MS);
   });
   const checks: Check[] = [];
   let store;
+  let topology: StoreTopology | undefined;
   try {
     store = await Promise.race([openKeyStore(spec, io.debug, { oneShot: true }), late]);
-    if (spec.kind === "redis") checks.push({ name: "redis", ok: true, detail: `${describeStore(spec)} answers` });
+    topology = await Promise.race([store.topology?.(), late]);
+    if (topology) checks.push(...topologyChecks(describeStore(spec), topology));
     const keys = await Promise.race([store.list(), late]);
     checks.push({ name: "keys", ok: true, detail: `${keys.length} key${keys.length === 1 ? "" : "s"}` });
   } catch (error) {
@@ -110,7 +127,7 @@ async function storeChecks(spec: StoreSpec, io: CommandIO): Promise<Check[]> {
     checks.push({ name: "audit", ok: reachable, detail: reachable ? where : "not checked: the store is unavailable" });
   }
   await store?.close().catch(() => {});
-  return checks;
+  return { checks, topology };
 }
 
 /** The runtime: "node 22.11.0" or "deno 2.1.4". */
@@ -126,6 +143,7 @@ export async function runDoctor(flags: DoctorFlags, io: CommandIO): Promise<Outp
   const checks: Check[] = [{ name: "store", ok: true, detail: `${describeStore(spec)} (from ${source.detail})` }];
   let exists = true;
   let open = false;
+  let topology: StoreTopology | undefined;
   if (spec.kind === "fs") {
     const owner = ownerCheck(spec.dir);
     checks.push(owner.check);
@@ -135,7 +153,11 @@ export async function runDoctor(flags: DoctorFlags, io: CommandIO): Promise<Outp
     // Opening it would make its folders private: doctor changes nothing, so it reads no further.
     checks.push({ name: "keys", ok: false, detail: "not read: opening the store would make its folders private (see owner)" });
     checks.push({ name: "audit", ok: false, detail: "not checked: the store was not opened (see owner)" });
-  } else if (exists) checks.push(...await storeChecks(spec, io));
+  } else if (exists) {
+    const found = await storeChecks(spec, io);
+    checks.push(...found.checks);
+    topology = found.topology;
+  }
   else {
     const note = checks[1].ok ? "made on the first create or when serve starts" : "the store cannot be created";
     checks.push({ name: "keys", ok: checks[1].ok, detail: `0 keys (${note})` });
@@ -144,15 +166,16 @@ export async function runDoctor(flags: DoctorFlags, io: CommandIO): Promise<Outp
   checks.push({ name: "runtime", ok: true, detail: runtime() }, { name: "version", ok: true, detail: VERSION });
   const ok = checks.every((c) => c.ok);
   if (flags.json) {
-    return { stdout: jsonLine({ ok, store: describeStore(spec), source: source.source, checks }), exitCode: ok ? 0 : 1 };
+    const redis = topology && { mode: topology.mode, master: topology.master, replicas: topology.replicas, aof: topology.aof };
+    return { stdout: jsonLine({ ok, store: describeStore(spec), source: source.source, ...(redis ? { redis } : {}), checks }), exitCode: ok ? 0 : 1 };
   }
-  const lines = checks.map((c) => `${c.ok ? "pass" : "FAIL"}  ${c.name.padEnd(8)} ${c.detail}`);
+  const lines = checks.map((c) => `${c.ok ? (c.warning ? "warn" : "pass") : "FAIL"}  ${c.name.padEnd(11)} ${c.detail}`);
   return { stdout: lines.join("\n") + "\n", exitCode: ok ? 0 : 1 };
 }
 
 /** `service-api doctor`: flags, help text and `run`. */
 export const command: CommandDef<DoctorFlags> = {
-  description: "Check the key store in use (which, whose, readable, audit writable), the runtime and the version",
+  description: "Check the key store in use (which, whose, readable, audit writable; Redis: mode, master, replicas, persistence), the runtime and the version",
   options: [{ flag: "--json", help: "Print the checks as one JSON object" }],
   examples: ["service-api doctor", "service-api doctor --store redis://127.0.0.1:6379/0 --json"],
   run: runDoctor,

@@ -142,6 +142,12 @@ export async function runServe(
     throw withStoreHint(error, flags.store, env);
   });
   info(`serving store ${describeStore(spec)} (from ${storeSource(flags.store, env).detail})`);
+  // What a Redis store runs on, and what an operator should fix (persistence that brings deleted keys back).
+  const topology = await store.topology?.().catch(() => undefined);
+  if (topology) {
+    info(`Redis: ${topology.mode === "sentinel" ? "Sentinel, master" : "one Redis,"} ${topology.master}, ${topology.replicas ?? "unknown"} replicas`);
+    for (const warning of topology.warnings) log.line("warn", warning);
+  }
   const metrics = createMetrics({ store, allow, gcMetrics });
   let server;
   try {

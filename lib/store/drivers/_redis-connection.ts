@@ -10,12 +10,15 @@
  * Every failure becomes `STORE_UNAVAILABLE` naming the redacted URL and the latest cause, with the
  * URL's credentials scrubbed from every message.
  */
-import type { Redis, RedisOptions } from "ioredis";
+import type { Redis } from "ioredis";
 import type { Driver } from "unstorage";
 import redisDriver from "unstorage/drivers/redis";
 import { isServiceError, ServiceError } from "../../core/errors.ts";
-import { checkReplies, guardReplies, type Shape } from "./_redis-desync.ts";
-import { redactRedisUrl, redisRedactor, splitPrefix } from "./_redis-url.ts";
+import { checkReplies, DESYNC_REASON, guardReplies, type Shape } from "./_redis-desync.ts";
+import type { StoreTopology } from "../types.ts";
+import { clientOptionsOf, type RedisSecrets } from "./_redis-options.ts";
+import { clusterRefusal, readTopology } from "./_redis-topology.ts";
+import { parseRedisUrl, redactRedisUrl, redisRedactor, type RedisTarget } from "./_redis-url.ts";
 
 type Exec = Promise<[Error | null, unknown][] | null>;
 
@@ -25,6 +28,10 @@ export interface RedisConnection {
   /** unstorage's Redis driver on `client`, under `prefix`. */
   driver: Driver<unknown, Redis>;
   prefix: string;
+  /** Where the URL points. */
+  target: RedisTarget;
+  /** What the connection runs on now (see `StoreTopology`). */
+  topology: () => Promise<StoreTopology>;
   /** The Redis key of a store key: `<prefix>:<key>`. */
   redisKey: (key: string) => string;
   /** The `STORE_UNAVAILABLE` error for `what` went wrong. */
@@ -45,29 +52,19 @@ const messageOf = (error: unknown): string =>
   (error instanceof Error ? error.message : String(error)).replace(/[.\s]+$/, "");
 
 /**
- * Connects to the Redis at `url`, or rejects with `STORE_UNAVAILABLE` within `connectTimeout`
- * (`USAGE` for a URL that does not parse).
+ * Connects to the Redis at `url` (one Redis, or the master of a Sentinel group), or rejects with
+ * `STORE_UNAVAILABLE` within `connectTimeout` (`USAGE` for a URL that does not parse, or a cluster node).
  */
 export async function openRedisConnection(
   url: string,
-  { connectTimeout, commandTimeout }: { connectTimeout: number; commandTimeout: number },
+  { connectTimeout, commandTimeout, secrets = {} }: { connectTimeout: number; commandTimeout: number; secrets?: RedisSecrets },
 ): Promise<RedisConnection> {
   const where = redactRedisUrl(url);
   // Every message below goes through `scrub`: ioredis's own messages can carry pieces of a mistyped password.
   const scrub = redisRedactor(url);
   const reasonOf = (error: unknown) => scrub(messageOf(error));
-  let parts;
-  try {
-    parts = splitPrefix(url);
-  } catch (error) {
-    if (isServiceError(error)) throw error;
-    // No `cause`: Node's "Invalid URL" error carries the whole URL in `input`.
-    throw new ServiceError(
-      "USAGE",
-      `Invalid Redis URL '${where}': use redis://[user:password@]host:port/db, with @ / : % ? # in a password percent-encoded`,
-    );
-  }
-  const { prefix } = parts;
+  const target = parseRedisUrl(url);
+  const { prefix } = target;
 
   let lastError = "";
   const unavailable = (what: string, cause?: unknown) =>
@@ -77,7 +74,7 @@ export async function openRedisConnection(
       { cause },
     );
 
-  const driver = redisDriver(clientOptionsOf(prefix, parts.url, connectTimeout, commandTimeout)) as Driver<unknown, Redis>;
+  const driver = redisDriver(clientOptionsOf(target, secrets, { connectTimeout, commandTimeout })) as Driver<unknown, Redis>;
   const client = driver.getInstance!() as Redis;
   // Without a listener ioredis prints every connection error to the console; keep the latest for messages.
   // After a desync, the errors of commands that die with the cut socket are not the cause: keep the desync.
@@ -89,7 +86,8 @@ export async function openRedisConnection(
     desynced = false;
   });
   client.on("ready", () => {
-    lastError = "";
+    // Ready without a ready check can follow a cut of the same connection (a desync during its CLIENT SETINFO).
+    if (!desynced) lastError = "";
   });
   // A reply out of turn cuts the connection (ioredis reconnects) instead of throwing from a socket event.
   const outOfStep = guardReplies(client, (reason) => {
@@ -98,43 +96,30 @@ export async function openRedisConnection(
   });
   checkReplies(client, outOfStep);
 
-  await reachRedis(client, connectTimeout, (error) => unavailable(`cannot connect to Redis: ${lastError || reasonOf(error)}`), unavailable);
+  const misused = (what: string) => new ServiceError("USAGE", `Cannot use ${where} as a key store: ${what}`);
+  await reachRedis(client, connectTimeout, (error) => unavailable(`cannot connect to Redis: ${lastError || reasonOf(error)}`), unavailable, misused);
 
   const failure = (error: unknown): never => {
     if (isServiceError(error)) throw error;
-    const reason = client.status === "ready" ? reasonOf(error) : lastError || reasonOf(error);
+    // A command refused for a socket just cut (ioredis may still say "ready") failed for the cut's cause.
+    const cut = /Stream isn't writeable|Connection is closed/.test(messageOf(error));
+    const reason = client.status === "ready" && !cut ? reasonOf(error) : lastError || reasonOf(error);
     throw unavailable(`Redis request failed: ${reason}`);
   };
   const wrap = <A extends unknown[], R>(fn: (...args: A) => Promise<R>) => (...args: A): Promise<R> =>
     fn(...args).catch(failure);
   const redisKey = (key: string) => `${prefix}:${key}`;
-  return { client, driver, prefix, redisKey, unavailable, failure, wrap, outOfStep, ...replyChecks(outOfStep) };
+  const topology = () => readTopology(client, target).catch(failure);
+  return { client, driver, prefix, target, topology, redisKey, unavailable, failure, wrap, outOfStep, ...replyChecks(outOfStep) };
 }
 
-/** The ioredis options: fail fast and visibly while Redis is away, reconnect in the background. */
-function clientOptionsOf(prefix: string, url: string, connectTimeout: number, commandTimeout: number) {
-  const clientOptions: RedisOptions & { base: string; url: string } = {
-    base: prefix,
-    url,
-    lazyConnect: true,
-    connectTimeout,
-    commandTimeout,
-    enableOfflineQueue: false,
-    // 0: a command in flight when the connection drops fails at once instead of waiting for a reconnect.
-    maxRetriesPerRequest: 0,
-    retryStrategy: (attempt) => Math.min(100 * 2 ** attempt, 2_000),
-    // ioredis waits this long for a closed socket's "close" (which a refused one never sends) before exiting.
-    disconnectTimeout: 100,
-  };
-  return clientOptions;
-}
-
-/** Connects within `connectTimeout` and checks the server's version; disconnects and throws otherwise. */
+/** Connects within `connectTimeout` and checks the server (no cluster node, 6.2 or later); disconnects and throws otherwise. */
 async function reachRedis(
   client: Redis,
   connectTimeout: number,
   cannotConnect: (error: unknown) => Error,
   unavailable: (what: string) => Error,
+  misused: (what: string) => Error,
 ): Promise<void> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   try {
@@ -150,8 +135,19 @@ async function reachRedis(
   } finally {
     clearTimeout(timer);
   }
+  const info = await client.info().catch(() => ""); // a user without INFO: checked no further
+  if (info && !info.includes("redis_version:")) {
+    // Some other reply in place of INFO's: the connection is out of step from its first command.
+    client.disconnect();
+    throw cannotConnect(new Error(DESYNC_REASON));
+  }
+  const cluster = clusterRefusal(info);
+  if (cluster) {
+    client.disconnect();
+    throw misused(cluster);
+  }
   // SET ... GET and GETDEL arrived in 6.2; say so now rather than fail on the first overwrite or delete.
-  const version = /redis_version:(\d+)\.(\d+)[.\d]*/.exec(await client.info("server").catch(() => ""));
+  const version = /redis_version:(\d+)\.(\d+)[.\d]*/.exec(info);
   if (version && Number(version[1]) * 100 + Number(version[2]) < 602) {
     client.disconnect();
     throw unavailable(`Redis ${version[0].slice("redis_version:".length)} is too old, 6.2 or later is needed`);

@@ -60,21 +60,88 @@ export function redisRedactor(url: string): (text: string) => string {
 
 /** Prefix of every Redis key the store writes, unless the URL says `?prefix=<name>`. */
 const DEFAULT_REDIS_PREFIX = "service-api";
+/** The query parameters a store URL may carry; any other is refused rather than handed to ioredis as an option. */
+const KNOWN_PARAMS = ["prefix", "username", "password"];
+const SCHEMES = /^(rediss?)(\+sentinel|\+cluster)?:\/\//i;
+const FORMS = "redis://[user:password@]host:port/db or redis+sentinel://[user:password@]host:port[,host:port...]/<master name>[/db]";
 
-/** Splits our own `prefix` query parameter off the URL; ioredis reads the remaining ones. */
-export function splitPrefix(url: string): { url: string; prefix: string } {
-  const parsed = new URL(url);
-  // An `@` past the host means a password with a raw / ? or #: the parser took part of it for the host,
-  // and ioredis would look that up in DNS. Refuse rather than send pieces of a password around.
-  if (/@|%40/i.test(parsed.pathname + parsed.search + parsed.hash)) throw new TypeError("credentials not percent-encoded");
-  // ioredis decodes these and throws "URI malformed" on a raw `%`: fail here, where it reads as a usage error.
-  decodeURIComponent(parsed.username);
-  decodeURIComponent(parsed.password);
-  const prefix = (parsed.searchParams.get("prefix") ?? DEFAULT_REDIS_PREFIX).replace(/^:+|:+$/g, "");
-  // Characters unstorage keeps as they are, so its keys and the atomic ones match byte for byte.
-  if (!/^[A-Za-z0-9_.:-]+$/.test(prefix)) {
-    throw new ServiceError("USAGE", `Invalid Redis key prefix '${prefix}': use letters, digits, '-', '_', '.' or ':'`);
+/** Where a store URL points: one Redis, or the master a group of sentinels names. */
+export interface RedisTarget {
+  mode: "single" | "sentinel";
+  /** The Redis (single) or the sentinels (sentinel). */
+  hosts: Array<{ host: string; port: number }>;
+  /** The master's name (sentinel). */
+  name?: string;
+  db: number;
+  tls: boolean;
+  username?: string;
+  password?: string;
+  prefix: string;
+}
+
+const usage = (message: string) => new ServiceError("USAGE", message);
+
+/** `host:port`, `[v6]:port` or `host` (port 6379, or 26379 for a sentinel). */
+function hostOf(text: string, defaultPort: number): { host: string; port: number } {
+  const found = /^(\[[0-9a-f:.]+\]|[^:[\]]+)(?::(\d{1,5}))?$/i.exec(text);
+  const port = found?.[2] === undefined ? defaultPort : Number(found[2]);
+  if (!found || port < 1 || port > 65_535) throw new TypeError("bad host");
+  return { host: found[1].replace(/^\[|\]$/g, ""), port };
+}
+
+/**
+ * Reads a store URL: `redis://`, `rediss://` (TLS), `redis+sentinel://` or `rediss+sentinel://`, with an
+ * optional `?prefix=<name>`. USAGE naming the problem for anything else: a malformed URL, an unknown query
+ * parameter, `redis+cluster://`.
+ * @example parseRedisUrl("redis+sentinel://s1:26379,s2:26379/main/0").hosts.length // 2
+ */
+export function parseRedisUrl(url: string): RedisTarget {
+  const scheme = SCHEMES.exec(url);
+  if (scheme?.[2]?.toLowerCase() === "+cluster") {
+    throw usage(`Redis Cluster (redis+cluster://) is not supported yet: use one Redis (redis://) or Sentinel (redis+sentinel://)`);
   }
-  parsed.searchParams.delete("prefix");
-  return { url: parsed.toString(), prefix };
+  const sentinel = Boolean(scheme?.[2]);
+  // The sentinels' list is no URL host: parse the rest with a stand-in host, then read the list.
+  const rest = scheme ? url.slice(scheme[0].length) : "";
+  const end = rest.search(/[/?#]/) === -1 ? rest.length : rest.search(/[/?#]/);
+  const authority = rest.slice(0, end);
+  const at = authority.lastIndexOf("@");
+  const hostList = authority.slice(at + 1);
+  let target: RedisTarget;
+  try {
+    if (!scheme) throw new TypeError("not a Redis URL");
+    const parsed = new URL(`redis://${authority.slice(0, at + 1)}stand-in${rest.slice(end)}`);
+    // An `@` past the host means a password with a raw / ? or #: the parser took part of it for the host.
+    if (/@|%40/i.test(parsed.pathname + parsed.search + parsed.hash)) throw new TypeError("credentials not percent-encoded");
+    const hosts = hostList.split(",").map((h) => hostOf(h, sentinel ? 26_379 : 6_379));
+    const path = parsed.pathname.split("/").slice(1).filter((p, i, all) => p || i < all.length - 1);
+    const [name, db] = sentinel ? [decodeURIComponent(path[0] ?? ""), path[1]] : [undefined, path[0]];
+    if ((sentinel && (!name || path.length > 2)) || (!sentinel && (path.length > 1 || hosts.length > 1))) throw new TypeError("shape");
+    if (db !== undefined && db !== "" && !/^\d{1,2}$/.test(db)) throw new TypeError("db");
+    const param = (key: string) => parsed.searchParams.get(key) ?? undefined;
+    target = {
+      mode: sentinel ? "sentinel" : "single",
+      hosts,
+      name,
+      db: Number(db || 0),
+      tls: scheme[1].toLowerCase() === "rediss",
+      // Decoding throws "URI malformed" on a raw `%`: a usage error here rather than deep in the Redis client.
+      username: decodeURIComponent(parsed.username) || param("username"),
+      password: decodeURIComponent(parsed.password) || param("password"),
+      prefix: (param("prefix") ?? DEFAULT_REDIS_PREFIX).replace(/^:+|:+$/g, ""),
+    };
+    const unknown = [...parsed.searchParams.keys()].find((key) => !KNOWN_PARAMS.includes(key));
+    if (unknown !== undefined) {
+      throw usage(`Unknown Redis URL parameter '${unknown}' in '${redactRedisUrl(url)}': use prefix=<name>, username or password (TLS files and the sentinels' password come from SERVICE_API_REDIS_* variables)`);
+    }
+  } catch (error) {
+    if (error instanceof ServiceError) throw error;
+    // No `cause`: Node's "Invalid URL" error carries the whole URL in `input`.
+    throw usage(`Invalid Redis URL '${redactRedisUrl(url)}': use ${FORMS}, with @ / : % ? # in a password percent-encoded`);
+  }
+  // Characters unstorage keeps as they are, so its keys and the atomic ones match byte for byte.
+  if (!/^[A-Za-z0-9_.:-]+$/.test(target.prefix)) {
+    throw usage(`Invalid Redis key prefix '${target.prefix}': use letters, digits, '-', '_', '.' or ':'`);
+  }
+  return target;
 }

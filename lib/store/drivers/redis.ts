@@ -19,16 +19,21 @@ import { openRedisConnection } from "./_redis-connection.ts";
 import type { Shape } from "./_redis-desync.ts";
 import { createRedisOrder } from "./_redis-order.ts";
 import { createRedisStorage } from "./_redis-storage.ts";
+import type { RedisSecrets } from "./_redis-options.ts";
+import { REPLICA_WAIT_MS, replicaConfirmation } from "./_redis-topology.ts";
+import type { StoreTopology } from "../types.ts";
 import { createRedisRateLimiter, type RateLimiter } from "../rate-limiter.ts";
 import { createRedisCreditCounter, type CreditCounter } from "../credit-counter.ts";
 
-export interface RedisBackendOptions {
+export interface RedisBackendOptions extends RedisSecrets {
   /** Milliseconds to wait for the first connection (and for each reconnection attempt). */
   connectTimeout?: number;
   /** Milliseconds after which a command that got no reply fails. */
   commandTimeout?: number;
   /** Events the audit stream keeps, about (default 100,000; Redis trims the oldest in whole blocks). */
   auditCap?: number;
+  /** Milliseconds a change waits for a replica to confirm it, when the master has replicas (default 2,000). */
+  replicaWaitMs?: number;
 }
 
 export interface RedisBackend {
@@ -40,23 +45,30 @@ export interface RedisBackend {
   rateLimiter: RateLimiter;
   /** Keys' credit counts, beside the keys: exact across every server sharing this Redis. */
   creditCounter: CreditCounter;
+  /** The mode, the Redis in use, its replicas and persistence. */
+  topology: () => Promise<StoreTopology>;
+  /** Waits for a replica to hold the changes made so far, when there are replicas (`WAIT 1`). */
+  confirmChange: () => Promise<void>;
   dispose: () => Promise<void>;
 }
 
 export { redactRedisUrl } from "./_redis-url.ts";
+export { redisSecretsFrom, type RedisSecrets } from "./_redis-options.ts";
 
 /**
- * Opens the Redis backend for a `redis://[user:password@]host:port/db[?prefix=name]` URL (or
- * `rediss://` for TLS). Resolves once Redis answers; rejects with `STORE_UNAVAILABLE` within
- * `connectTimeout` when it does not.
+ * Opens the Redis backend for a `redis://[user:password@]host:port/db[?prefix=name]` URL (`rediss://` for
+ * TLS, with `tls` files), or `redis+sentinel://[user:password@]host:port[,host:port...]/<master name>[/db]`
+ * for the master a Sentinel group names, followed through failovers. Resolves once Redis answers; rejects
+ * with `STORE_UNAVAILABLE` within `connectTimeout` when it does not.
  *
  * @example
  * const { storage, atomic, dispose } = await openRedisBackend("redis://127.0.0.1:6379/0");
  * const store = createKeyStore({ storage, atomic, dispose });
  */
 export async function openRedisBackend(url: string, options: RedisBackendOptions = {}): Promise<RedisBackend> {
-  const { connectTimeout = 3_000, commandTimeout = 5_000, auditCap = 100_000 } = options;
-  const connection = await openRedisConnection(url, { connectTimeout, commandTimeout });
+  const { connectTimeout = 3_000, commandTimeout = 5_000, auditCap = 100_000, replicaWaitMs = REPLICA_WAIT_MS } = options;
+  const secrets = { tls: options.tls, sentinelPassword: options.sentinelPassword };
+  const connection = await openRedisConnection(url, { connectTimeout, commandTimeout, secrets });
   const { client, prefix, redisKey, failure, outOfStep, results } = connection;
 
   // The creation-ordered index: the storage writes each record's entry with it, the atomic index pages it.
@@ -72,6 +84,8 @@ export async function openRedisBackend(url: string, options: RedisBackendOptions
     audit,
     rateLimiter,
     creditCounter: createRedisCreditCounter(client, (id) => redisKey(`credits:${id}`), (error) => failure(error ?? outOfStep()), (id, ms) => redisKey(`ratelimit:${id}:${ms}`)),
+    topology: connection.topology,
+    confirmChange: replicaConfirmation(client, replicaWaitMs, failure, connection.target.mode === "sentinel"),
     dispose: async () => {
       client.disconnect();
     },
