@@ -87,6 +87,7 @@ import { usageCounters } from "./_credits.ts";
 import { guard, storeError } from "./_guard.ts";
 import { updateKey } from "./_update.ts";
 import { getKey, getKeyByName, keyPages, listKeys } from "./_read.ts";
+import { createWebhookStore } from "./webhooks/endpoints.ts";
 
 export { type AtomicIndex, createLocalAtomicIndex } from "./atomic.ts";
 import { createLocalAtomicIndex } from "./atomic.ts";
@@ -208,6 +209,7 @@ export function createKeyStore(options: KeyStoreOptions = {}): KeyStore {
     verifyDetailed: (secret, options) => guard("verify a key", () => usage.verifyDetailed(secret, options)),
     audit: (query) => guard("read the audit trail", () => auditLog.read(query)),
     exportRecords: () => guard("export keys", transfer.exportRecords),
+    webhooks: createWebhookStore(storage, atomic, ctx.now),
     importRecords: (keys, options) => guard("import keys", () => transfer.importRecords(keys, options)),
     close: async () => {
       await usage.close().catch(() => {}); // the uses verifyDetailed counted, written while the storage is open

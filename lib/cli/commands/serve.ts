@@ -174,7 +174,10 @@ export async function runServe(
   if (port === 0) log.announce(listening);
   else info(listening);
   log.flush(); // at once: scripts and tests wait for this line
-  await stopOnSignal(server, store, info);
+  // Events out: this server delivers webhooks, sharing the work with any other server on the store.
+  const { startWebhookWorker } = await import("../../http/webhooks/worker.ts");
+  const webhooks = startWebhookWorker({ store, log: (level, line) => log.line(level, redactSecrets(line)) });
+  await stopOnSignal({ close: async () => (await Promise.all([server.close(), webhooks.stop()]), undefined) }, store, info);
   log.flush();
   return { exitCode: 0 };
 }

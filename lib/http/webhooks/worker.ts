@@ -1,0 +1,121 @@
+/**
+ * The delivery worker `serve` runs: every tick, for each enabled endpoint whose lease this server holds
+ * (store/webhooks/lease.ts: one server per endpoint at a time, however many share the store), it reads the
+ * audit trail from the endpoint's durable cursor (store/webhooks/state.ts) and delivers the messages in
+ * order, one at a time. A message is finished after a 2xx or after its retries are spent (Svix's schedule,
+ * with jitter: about 37 hours); only then does the cursor move past it, and the state is written after each
+ * attempt, so a server killed mid-delivery leaves the message to the next holder, which sends it with the
+ * same `webhook-id`. Delivery is at least once: a receiver drops a `webhook-id` it has seen.
+ */
+import type { KeyStore } from "../../store/types.ts";
+import { messagesOf, type WebhookMessage } from "../../store/webhooks/events.ts";
+import type { WebhookEndpoint, WebhookStore } from "../../store/webhooks/endpoints.ts";
+import { DISABLE_AFTER_MS, type DeliveryState, finish, readFrom, record, retryDelay } from "../../store/webhooks/state.ts";
+import { readTrailSince } from "../../store/webhooks/trail.ts";
+import { type SendResult, sendWebhook } from "./send.ts";
+
+export interface WebhookWorkerOptions {
+  store: Pick<KeyStore, "audit" | "webhooks">;
+  /** How often endpoints are looked at (default 1,000 ms). */
+  tickMs?: number;
+  /** How long a lease lasts without renewal (default 15,000 ms): a killed server's endpoints wait this long. */
+  leaseMs?: number;
+  /** Messages delivered per endpoint per tick, at most (default 100). */
+  batch?: number;
+  log?: (level: "info" | "warn" | "error", line: string) => void;
+  now?: () => number;
+  send?: typeof sendWebhook;
+}
+
+export interface WebhookWorker {
+  /** Stops after the attempt in flight; gives up the leases. */
+  stop(): Promise<void>;
+  /** Resolves after one more full pass over the endpoints (tests, `--test` callers). */
+  pass(): Promise<void>;
+}
+
+/** Delivers the messages of one endpoint that are due; returns when one fails or none is left. */
+async function deliverDue(hooks: WebhookStore, endpoint: WebhookEndpoint, messages: WebhookMessage[], state: DeliveryState, o: Required<Pick<WebhookWorkerOptions, "now" | "send" | "log">> & { renew: () => Promise<boolean>; stopped: () => boolean }) {
+  const done = new Set(state.cursor.done.map(([id]) => id));
+  const created = Date.parse(endpoint.createdAt);
+  let dirty = false;
+  for (const message of messages) {
+    if (o.stopped()) break;
+    if (done.has(message.id) || message.at < created) continue;
+    if (endpoint.events.length && !endpoint.events.includes(message.type)) {
+      finish(state, message.id, message.at, o.now());
+      dirty = true;
+      continue;
+    }
+    if (state.retry?.id === message.id && state.retry.nextAt > o.now()) break;
+    if (!(await o.renew())) break;
+    const secrets = await hooks.signingSecrets(endpoint.id);
+    const result: SendResult = await o.send(endpoint.url, { allowPrivate: endpoint.allowPrivate }, secrets, message, { now: o.now() });
+    const attempt = (state.retry?.id === message.id ? state.retry.attempts : 0) + 1;
+    record(state, { id: message.id, type: message.type, at: new Date(o.now()).toISOString(), attempt, ok: result.ok, ...(result.status ? { status: result.status } : {}), ...(result.error ? { error: result.error } : {}) });
+    if (result.ok) {
+      finish(state, message.id, message.at, o.now());
+      delete state.failingSince;
+      await hooks.saveState(endpoint.id, state);
+      dirty = false;
+      continue;
+    }
+    state.failingSince ??= o.now();
+    const delay = retryDelay(attempt);
+    if (delay === undefined) {
+      o.log("warn", `webhook ${endpoint.id}: gave up on ${message.id} (${message.type}) after ${attempt} attempts: ${result.error}`);
+      finish(state, message.id, message.at, o.now());
+    } else state.retry = { id: message.id, attempts: attempt, firstAt: state.retry?.firstAt ?? o.now(), nextAt: o.now() + delay };
+    await hooks.saveState(endpoint.id, state);
+    if (o.now() - state.failingSince > DISABLE_AFTER_MS) {
+      o.log("error", `webhook ${endpoint.id}: every attempt failed for ${DISABLE_AFTER_MS / 86_400_000} days: endpoint disabled (webhook --update --enable to resume)`);
+      await hooks.update(endpoint.id, { disabled: true, disabledReason: `failing since ${new Date(state.failingSince).toISOString()}` });
+    }
+    return;
+  }
+  if (dirty) await hooks.saveState(endpoint.id, state);
+}
+
+/** Starts delivering; `stop()` ends it. */
+export function startWebhookWorker(options: WebhookWorkerOptions): WebhookWorker {
+  const hooks = options.store.webhooks;
+  const { tickMs = 1_000, leaseMs = 15_000, batch = 100, log = () => {}, now = Date.now, send = sendWebhook } = options;
+  const owner = crypto.randomUUID();
+  let stopped = false;
+  let current: Promise<void> = Promise.resolve();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const waiting: (() => void)[] = [];
+
+  const endpointPass = async (endpoint: WebhookEndpoint) => {
+    const name = `webhook:${endpoint.id}`;
+    const renew = () => hooks!.lease.hold(name, owner, leaseMs);
+    if (!(await renew())) return;
+    const state = await hooks!.state(endpoint.id);
+    const messages = messagesOf(await readTrailSince(options.store, readFrom(state))).slice(0, batch + state.cursor.done.length);
+    await deliverDue(hooks!, endpoint, messages, state, { now, send, log, renew, stopped: () => stopped });
+  };
+  const onePass = async () => {
+    if (!hooks) return;
+    for (const endpoint of await hooks.list()) {
+      if (stopped) return;
+      if (endpoint.disabled) continue;
+      await endpointPass(endpoint).catch((error) => log("error", `webhook ${endpoint.id}: ${error instanceof Error ? error.message : String(error)}`));
+    }
+  };
+  const tick = () => {
+    current = onePass().catch((error) => log("error", `webhooks: ${error instanceof Error ? error.message : String(error)}`)).finally(() => {
+      for (const wake of waiting.splice(0)) wake();
+      if (!stopped) timer = setTimeout(tick, tickMs);
+    });
+  };
+  timer = setTimeout(tick, 0);
+  return {
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      await current;
+      for (const endpoint of (await hooks?.list().catch(() => [])) ?? []) await hooks!.lease.release(`webhook:${endpoint.id}`, owner);
+    },
+    pass: () => new Promise<void>((resolve) => waiting.push(() => waiting.push(resolve))),
+  };
+}

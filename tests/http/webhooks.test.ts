@@ -1,0 +1,125 @@
+// Webhooks end to end: endpoints added with the real CLI, a real `serve` delivering, and a receiver that
+// verifies every signature with the Standard Webhooks reference library (`standardwebhooks`).
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { runCli, tempDir } from "../helpers/cli.ts";
+import { startServer } from "../helpers/server.ts";
+import { startReceiver } from "../helpers/webhook-receiver.ts";
+
+let cleanups: (() => Promise<unknown> | void)[] = [];
+afterEach(async () => {
+  for (const clean of cleanups.reverse()) await clean();
+  cleanups = [];
+});
+
+async function setUp(...addFlags: string[]) {
+  const tmp = tempDir();
+  const store = join(tmp.dir, "keys");
+  const receiver = await startReceiver();
+  cleanups.push(tmp.cleanup, () => receiver.close());
+  const cli = (...args: string[]) => runCli([...args, "--store", store]);
+  const added = await cli("webhook", "--add", "--url", receiver.url, ...addFlags, "--json");
+  expect(added.code, added.stderr).toBe(0);
+  const endpoint = JSON.parse(added.stdout) as { id: string; secret: string; url: string };
+  receiver.secret = endpoint.secret;
+  const serve = async () => {
+    const server = await startServer({ store });
+    cleanups.push(() => server.stop("SIGKILL").catch(() => {}));
+    return server;
+  };
+  return { store, cli, receiver, endpoint, serve };
+}
+
+const createKey = async (cli: (...a: string[]) => Promise<{ code: number | null; stdout: string; stderr: string }>, name: string) => {
+  const made = await cli("apikey", "--create", "--name", name, "--roles", "VIEWER", "--json");
+  expect(made.code, made.stderr).toBe(0);
+  return JSON.parse(made.stdout) as { key: string; id: string };
+};
+
+describe("webhooks", () => {
+  it("add prints a whsec_ signing secret once; list never shows it, and the store keeps it sealed", async () => {
+    const { cli, endpoint, store } = await setUp("--events", "key.created,key.deleted", "--description", "audit sink");
+    expect(endpoint.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    const listed = await cli("webhook", "--list", "--json");
+    expect(listed.code).toBe(0);
+    expect(JSON.parse(listed.stdout)).toEqual([expect.objectContaining({ id: endpoint.id, events: ["key.created", "key.deleted"], description: "audit sink" })]);
+    expect(listed.stdout).not.toContain("whsec_");
+    const { readFileSync } = await import("node:fs");
+    expect(readFileSync(join(store, "webhooks", endpoint.id), "utf8")).not.toContain(endpoint.secret.slice(6, 30));
+  });
+
+  it("a key created and deleted with the CLI reaches the receiver as key.created then key.deleted, signed", async () => {
+    const { cli, receiver, endpoint, serve } = await setUp();
+    await serve();
+    const key = await createKey(cli, "hooked");
+    expect((await cli("apikey", "--delete", "--name", "hooked")).code).toBe(0);
+    await receiver.waitFor(() => receiver.delivered().length >= 2, "two events");
+    const got = receiver.delivered();
+    expect(got.map((r) => r.type)).toEqual(["key.created", "key.deleted"]);
+    expect(got.every((r) => r.verified)).toBe(true);
+    expect(got[0].data).toMatchObject({ id: key.id, name: "hooked" });
+    expect(got.some((r) => r.body.includes(key.key) || r.body.includes("sapi_"))).toBe(false);
+    const deliveries = await cli("webhook", "--deliveries", endpoint.id, "--json");
+    expect(JSON.parse(deliveries.stdout)).toEqual(expect.arrayContaining([expect.objectContaining({ type: "key.created", ok: true, status: 204 })]));
+  });
+
+  it("an endpoint gets only the event types it asked for", async () => {
+    const { cli, receiver, serve } = await setUp("--events", "key.deleted");
+    await serve();
+    await createKey(cli, "first");
+    expect((await cli("apikey", "--delete", "--name", "first")).code).toBe(0);
+    await receiver.waitFor(() => receiver.delivered().length >= 1, "the delete");
+    expect(receiver.requests.map((r) => r.type)).toEqual(["key.deleted"]);
+  });
+
+  it("while the receiver fails, events wait and are retried with the same webhook-id; once it answers, all arrive in order", async () => {
+    const { cli, receiver, serve } = await setUp();
+    receiver.mode = 503;
+    await serve();
+    for (const name of ["one", "two", "three"]) await createKey(cli, name);
+    await receiver.waitFor(() => receiver.requests.length >= 1, "a first, failing attempt");
+    const firstId = receiver.requests[0].id;
+    receiver.mode = 204;
+    await receiver.waitFor(() => receiver.delivered().length >= 3, "all three events", 45_000);
+    const got = receiver.delivered();
+    expect(got.map((r) => r.data.name)).toEqual(["one", "two", "three"]);
+    expect(got[0].id).toBe(firstId);
+    expect(new Set(got.map((r) => r.id)).size).toBe(3);
+  }, 60_000);
+
+  it("--test sends a signed webhook.test and prints the receiver's answer", async () => {
+    const { cli, receiver, endpoint } = await setUp();
+    const sent = await cli("webhook", "--test", endpoint.id);
+    expect(sent.code, sent.stderr).toBe(0);
+    expect(sent.stdout).toMatch(/answered 204/);
+    expect(receiver.requests).toEqual([expect.objectContaining({ type: "webhook.test", verified: true })]);
+    receiver.mode = 500;
+    const failed = await cli("webhook", "--test", endpoint.id, "--json");
+    expect(failed.code).toBe(1);
+    expect(JSON.parse(failed.stdout)).toMatchObject({ delivered: false, status: 500 });
+  });
+
+  it("remove stops deliveries and an unknown id is NOT_FOUND (exit 1)", async () => {
+    const { cli, endpoint } = await setUp();
+    expect((await cli("webhook", "--remove", endpoint.id)).code).toBe(0);
+    const again = await cli("webhook", "--remove", endpoint.id, "--json");
+    expect(again.code).toBe(1);
+    expect(JSON.parse(again.stdout)).toMatchObject({ code: "NOT_FOUND" });
+    expect(JSON.parse((await cli("webhook", "--list", "--json")).stdout)).toEqual([]);
+  });
+
+  it("refuses a plain-http URL to another host, a private address without --allow-private, and an unknown event type (exit 2)", async () => {
+    const tmp = tempDir();
+    cleanups.push(tmp.cleanup);
+    const cli = (...args: string[]) => runCli([...args, "--store", join(tmp.dir, "keys"), "--json"]);
+    for (const [url, words] of [["http://example.com/hook", /loopback/], ["https://192.168.1.10/hook", /--allow-private/], ["ftp://example.com/", /scheme/]] as const) {
+      const result = await cli("webhook", "--add", "--url", url);
+      expect(result.code, url).toBe(2);
+      expect(JSON.parse(result.stdout).error).toMatch(words);
+    }
+    expect((await cli("webhook", "--add", "--url", "https://192.168.1.10/hook", "--allow-private")).code).toBe(0);
+    const bad = await cli("webhook", "--add", "--url", "https://example.com/", "--events", "key.creatd");
+    expect(bad.code).toBe(2);
+    expect(JSON.parse(bad.stdout).error).toMatch(/Unknown event type 'key.creatd'/);
+  });
+});
