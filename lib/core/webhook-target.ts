@@ -25,9 +25,19 @@ function v4Private(address: string): boolean {
   return V4_PRIVATE.some(([base, bits]) => Math.floor(n / 2 ** (32 - bits)) === Math.floor(v4Number(base) / 2 ** (32 - bits)));
 }
 
+/** The IPv4 address an IPv4-mapped IPv6 address holds (`::ffff:10.0.0.1`, or as URLs write it, `::ffff:a00:1`). */
+function mappedV4(address: string): string | undefined {
+  const dotted = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address)?.[1];
+  if (dotted) return dotted;
+  const hex = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/i.exec(address);
+  if (!hex) return undefined;
+  const [high, low] = [parseInt(hex[1], 16), parseInt(hex[2], 16)];
+  return [high >> 8, high & 255, low >> 8, low & 255].join(".");
+}
+
 /** True for a loopback address (127.0.0.0/8, ::1, and IPv4 loopback mapped into IPv6). */
 export function isLoopbackAddress(address: string): boolean {
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address)?.[1];
+  const mapped = mappedV4(address);
   if (mapped) return isLoopbackAddress(mapped);
   if (isIP(address) === 4) return address.startsWith("127.");
   return isIP(address) === 6 && /^(0{0,4}:){2,7}0{0,3}1$|^::1$/.test(address.toLowerCase());
@@ -35,7 +45,7 @@ export function isLoopbackAddress(address: string): boolean {
 
 /** True for an address in a private, loopback, link-local, shared, reserved or multicast range. */
 export function isPrivateAddress(address: string): boolean {
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address)?.[1];
+  const mapped = mappedV4(address);
   if (mapped) return isPrivateAddress(mapped);
   if (isIP(address) === 4) return v4Private(address);
   if (isIP(address) !== 6) return true; // not an address: never trusted
