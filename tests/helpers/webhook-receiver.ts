@@ -9,6 +9,7 @@ export interface Received {
   type: string;
   data: Record<string, unknown>;
   body: string;
+  headers: Record<string, string>;
   /** Whether the signature verified under the secret given to `receiver.secret`. */
   verified: boolean;
 }
@@ -58,7 +59,8 @@ export async function startReceiver(): Promise<Receiver> {
         verified = false;
       }
       const parsed = JSON.parse(body) as { type: string; data: Record<string, unknown> };
-      const got: Received = { id: String(request.headers["webhook-id"]), type: parsed.type, data: parsed.data, body, verified };
+      const headers = request.headers as Record<string, string>;
+      const got: Received = { id: String(headers["webhook-id"]), type: parsed.type, data: parsed.data, body, headers, verified };
       receiver.requests.push(got);
       if (receiver.mode === "hang") return void hanging.add(response);
       if (receiver.mode < 300 && !accepted.has(got.id)) accepted.set(got.id, got);

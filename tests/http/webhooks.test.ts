@@ -99,6 +99,32 @@ describe("webhooks", () => {
     expect(JSON.parse(failed.stdout)).toMatchObject({ delivered: false, status: 500 });
   });
 
+  it("--rotate-secret prints a new secret once; both sign during the grace period, only the new one after --grace 0", async () => {
+    const { cli, receiver, endpoint } = await setUp();
+    const rotated = await cli("webhook", "--rotate-secret", endpoint.id, "--grace", "1h", "--json");
+    expect(rotated.code, rotated.stderr).toBe(0);
+    const { secret, oldSecretUntil } = JSON.parse(rotated.stdout);
+    expect(secret).toMatch(/^whsec_/);
+    expect(secret).not.toBe(endpoint.secret);
+    expect(Date.parse(oldSecretUntil) - Date.now()).toBeGreaterThan(50 * 60_000);
+    expect((await cli("webhook", "--test", endpoint.id)).code).toBe(0);
+    const { Webhook } = await import("standardwebhooks");
+    const verifies = (s: string, r: { body: string; headers: Record<string, string> }) => {
+      try {
+        return Boolean(new Webhook(s).verify(r.body, r.headers));
+      } catch {
+        return false;
+      }
+    };
+    expect([verifies(endpoint.secret, receiver.requests[0]), verifies(secret, receiver.requests[0])]).toEqual([true, true]);
+
+    const again = await cli("webhook", "--rotate-secret", endpoint.id, "--grace", "0");
+    expect(again.code, again.stderr).toBe(0);
+    const newest = again.stdout.trim();
+    expect((await cli("webhook", "--test", endpoint.id)).code).toBe(0);
+    expect([verifies(secret, receiver.requests[1]), verifies(newest, receiver.requests[1])]).toEqual([false, true]);
+  });
+
   it("remove stops deliveries and an unknown id is NOT_FOUND (exit 1)", async () => {
     const { cli, endpoint } = await setUp();
     expect((await cli("webhook", "--remove", endpoint.id)).code).toBe(0);

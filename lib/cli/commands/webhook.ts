@@ -5,6 +5,7 @@
  * The running servers deliver (`serve`); this command only keeps the endpoints in the store.
  */
 import { ServiceError } from "../../core/errors.ts";
+import { parseDuration } from "../../core/lifecycle.ts";
 import { openKeyStore, parseStoreSpec } from "../../store/config.ts";
 import type { KeyStore } from "../../store/types.ts";
 import { parseEventTypes, testMessage } from "../../store/webhooks/events.ts";
@@ -22,6 +23,8 @@ export interface WebhookFlags {
   remove?: string;
   test?: string;
   deliveries?: string;
+  rotateSecret?: string;
+  grace?: string;
   url?: string;
   events?: string;
   description?: string;
@@ -31,20 +34,22 @@ export interface WebhookFlags {
   json?: boolean;
 }
 
-const MODES = ["add", "list", "update", "remove", "test", "deliveries"] as const;
+const MODES = ["add", "list", "update", "remove", "test", "deliveries", "rotateSecret"] as const;
+const flagOf = (mode: string) => `--${mode.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
 
 const eventsText = (e: WebhookEndpoint) => (e.events.length ? e.events.join(",") : "all");
 const line = (e: WebhookEndpoint) => `${e.id}  ${e.disabled ? "disabled" : "enabled "}  ${eventsText(e)}  ${e.url}${e.description ? `  ${e.description}` : ""}`;
 
 function chooseMode(flags: WebhookFlags): (typeof MODES)[number] {
   const chosen = MODES.filter((m) => flags[m] !== undefined && flags[m] !== false);
-  if (chosen.length !== 1) throw new ServiceError("USAGE", `Choose one of ${MODES.map((m) => `--${m}`).join(", ")}${chosen.length ? ` (got ${chosen.map((m) => `--${m}`).join(" and ")})` : ""}. Run 'service-api webhook --help'.`);
+  if (chosen.length !== 1) throw new ServiceError("USAGE", `Choose one of ${MODES.map(flagOf).join(", ")}${chosen.length ? ` (got ${chosen.map(flagOf).join(" and ")})` : ""}. Run 'service-api webhook --help'.`);
   const mode = chosen[0];
-  if (mode !== "add" && mode !== "list" && typeof flags[mode] !== "string") throw new ServiceError("USAGE", `--${mode} needs the endpoint's id (see webhook --list)`);
+  if (mode !== "add" && mode !== "list" && typeof flags[mode] !== "string") throw new ServiceError("USAGE", `${flagOf(mode)} needs the endpoint's id (see webhook --list)`);
   if (mode === "add" && !flags.url) throw new ServiceError("USAGE", "--add needs --url <url> (https://, or http:// to localhost)");
   if (mode !== "add" && mode !== "update" && (flags.url || flags.events !== undefined || flags.description !== undefined)) {
-    throw new ServiceError("USAGE", `--${mode} takes no --url, --events or --description`);
+    throw new ServiceError("USAGE", `${flagOf(mode)} takes no --url, --events or --description`);
   }
+  if (flags.grace !== undefined && mode !== "rotateSecret") throw new ServiceError("USAGE", "--grace goes with --rotate-secret");
   if (flags.enable && flags.disable) throw new ServiceError("USAGE", "Use --enable or --disable, not both");
   return mode;
 }
@@ -72,6 +77,13 @@ export async function runWebhook(flags: WebhookFlags, hooks: WebhookStore): Prom
     const removed = await hooks.remove(id);
     if (!removed) throw new ServiceError("NOT_FOUND", `No webhook endpoint with id ${id}`);
     return json ? { stdout: jsonLine({ removed: 1, id }), exitCode: 0 } : { stdout: `Removed webhook endpoint ${id}\n`, exitCode: 0 };
+  }
+  if (mode === "rotateSecret") {
+    const graceMs = flags.grace === undefined ? undefined : /^0+$/.test(String(flags.grace).trim()) ? 0 : parseDuration(String(flags.grace), "--grace");
+    const { endpoint, secret, oldUntil } = await hooks.rotateSecret(id, graceMs);
+    if (json) return { stdout: jsonLine({ id: endpoint.id, secret, ...(oldUntil ? { oldSecretUntil: oldUntil } : {}) }), exitCode: 0 };
+    const old = oldUntil ? `The old secret signs too until ${oldUntil}.` : "The old secret signs no more.";
+    return { stdout: `${secret}\n`, notice: `New signing secret for webhook endpoint ${endpoint.id}. ${old} Store it now: it is not shown again.`, exitCode: 0 };
   }
   if (mode === "update") {
     const disabled = flags.disable ? true : flags.enable ? false : undefined;
@@ -121,6 +133,7 @@ export const command: CommandDef<WebhookFlags> = {
     "service-api webhook --add --url <url> [--events <type,...>] [--description <text>] [--allow-private] [--json]",
     "service-api webhook --list [--json]",
     "service-api webhook --update <id> [--url <url>] [--events <type,...>] [--description <text>] [--enable | --disable] [--json]",
+    "service-api webhook --rotate-secret <id> [--grace <dur>] [--json]",
     "service-api webhook --remove <id> | --test <id> | --deliveries <id> [--json]",
   ],
   options: [
@@ -130,6 +143,8 @@ export const command: CommandDef<WebhookFlags> = {
     { flag: "--remove <id>", help: "Remove an endpoint" },
     { flag: "--test <id>", help: "Send the endpoint a webhook.test event now and print its answer" },
     { flag: "--deliveries <id>", help: "The endpoint's last delivery attempts, with status and time" },
+    { flag: "--rotate-secret <id>", help: "Give an endpoint a new signing secret (printed once); the old one signs too for --grace" },
+    { flag: "--grace <dur>", help: "rotate-secret: how long the old secret signs too (default 24h, at most 7d, 0: not at all)" },
     { flag: "--url <url>", help: "Where to send: https://, or http:// to localhost" },
     { flag: "--events <types>", help: "Comma-separated event types (key.created, key.deleted, ...); default all" },
     { flag: "--description <text>", help: "Free-text description" },

@@ -56,6 +56,11 @@ export interface WebhookStore {
   update(id: string, patch: EndpointPatch): Promise<WebhookEndpoint>;
   /** Removes an endpoint and its delivery state; returns it, or null when there is none. */
   remove(id: string): Promise<WebhookEndpoint | null>;
+  /**
+   * Gives the endpoint a new signing secret, returned once; the old one keeps signing too for `graceMs`
+   * (default 24 h, at most 7 days; 0: it stops at once), so receivers can switch without a gap.
+   */
+  rotateSecret(id: string, graceMs?: number): Promise<{ endpoint: WebhookEndpoint; secret: string; oldUntil?: string }>;
   /** The secrets that sign its messages now (during a rotation's grace period, two). */
   signingSecrets(id: string): Promise<string[]>;
   state(id: string): Promise<DeliveryState>;
@@ -64,6 +69,8 @@ export interface WebhookStore {
 }
 
 const ID = /^wh_[0-9a-f]{32}$/;
+const DEFAULT_GRACE_MS = 24 * 3_600_000;
+const MAX_GRACE_MS = 7 * 24 * 3_600_000;
 const MAX_DESCRIPTION = 1_000;
 
 const publicOf = ({ secrets: _, ...endpoint }: StoredEndpoint): WebhookEndpoint => endpoint;
@@ -128,6 +135,15 @@ export function createWebhookStore(storage: Storage, atomic: AtomicIndex, now: (
       await storage.removeItem(`webhooks:${id}`);
       await storage.removeItem(`webhook-state:${id}`);
       return publicOf(found);
+    },
+    async rotateSecret(id, graceMs = DEFAULT_GRACE_MS) {
+      if (!(graceMs >= 0 && graceMs <= MAX_GRACE_MS)) throw new ServiceError("INVALID_INPUT", "The grace period of a signing secret is at most 7 days");
+      const found = await must(id);
+      const secret = newSigningSecret();
+      const until = now() + graceMs;
+      const old = graceMs > 0 ? [{ sealed: found.secrets[0].sealed, until }] : [];
+      await storage.setItem(`webhooks:${id}`, { ...found, secrets: [{ sealed: await box.seal(secret) }, ...old] } as never);
+      return { endpoint: publicOf(found), secret, ...(old.length ? { oldUntil: new Date(until).toISOString() } : {}) };
     },
     async signingSecrets(id) {
       const { secrets } = await must(id);
