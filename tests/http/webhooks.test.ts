@@ -30,6 +30,16 @@ async function setUp(...addFlags: string[]) {
   return { store, cli, receiver, endpoint, serve };
 }
 
+/** /metrics once it matches every pattern (the worker counts after each attempt and pass), or the last text read. */
+async function metricsMatching(url: string, ...patterns: RegExp[]): Promise<string> {
+  let text = "";
+  for (const until = Date.now() + 20_000; Date.now() < until; await new Promise((r) => setTimeout(r, 200))) {
+    text = await (await fetch(`${url}/metrics`, { signal: AbortSignal.timeout(10_000) })).text();
+    if (patterns.every((p) => p.test(text))) break;
+  }
+  return text;
+}
+
 const createKey = async (cli: (...a: string[]) => Promise<{ code: number | null; stdout: string; stderr: string }>, name: string) => {
   const made = await cli("apikey", "--create", "--name", name, "--roles", "VIEWER", "--json");
   expect(made.code, made.stderr).toBe(0);
@@ -75,16 +85,31 @@ describe("webhooks", () => {
   it("while the receiver fails, events wait and are retried with the same webhook-id; once it answers, all arrive in order", async () => {
     const { cli, receiver, serve } = await setUp();
     receiver.mode = 503;
-    await serve();
+    const server = await serve();
     for (const name of ["one", "two", "three"]) await createKey(cli, name);
     await receiver.waitFor(() => receiver.requests.length >= 1, "a first, failing attempt");
     const firstId = receiver.requests[0].id;
+    // Seen from outside meanwhile: doctor names the backlog and the failure, /metrics counts them.
+    const doctor = await cli("doctor", "--json");
+    const line = JSON.parse(doctor.stdout).checks.find((c: { name: string }) => c.name === "webhooks");
+    expect(line).toMatchObject({ ok: true, detail: expect.stringMatching(/^1 endpoint; backlog 3; last failure .*answered 503/) });
+    const failed = /^service_api_webhook_deliveries_total\{result="failed"\} [1-9]/m;
+    const waiting = /^service_api_webhook_backlog 3$/m;
+    const failing = await metricsMatching(server.url, failed, waiting);
+    expect(failing).toMatch(failed);
+    expect(failing).toMatch(waiting);
+
     receiver.mode = 204;
     await receiver.waitFor(() => receiver.delivered().length >= 3, "all three events", 45_000);
     const got = receiver.delivered();
     expect(got.map((r) => r.data.name)).toEqual(["one", "two", "three"]);
     expect(got[0].id).toBe(firstId);
     expect(new Set(got.map((r) => r.id)).size).toBe(3);
+    const delivered = /^service_api_webhook_deliveries_total\{result="delivered"\} 3$/m;
+    const none = /^service_api_webhook_backlog 0$/m;
+    const after = await metricsMatching(server.url, delivered, none);
+    expect(after).toMatch(delivered);
+    expect(after).toMatch(none);
   }, 60_000);
 
   it("--test sends a signed webhook.test and prints the receiver's answer", async () => {

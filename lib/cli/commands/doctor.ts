@@ -17,6 +17,7 @@ import { fsPresence, type LooseFolder, looseFolders } from "../../store/drivers/
 import type { CommandDef, CommandIO } from "../command.ts";
 import type { Output } from "../format-results.ts";
 import { jsonLine } from "../json-text.ts";
+import { webhooksCheck } from "../webhook-doctor.ts";
 
 export interface DoctorFlags {
   store?: string;
@@ -24,7 +25,7 @@ export interface DoctorFlags {
 }
 
 export interface Check {
-  name: "store" | "owner" | "redis" | "keys" | "audit" | "runtime" | "version";
+  name: "store" | "owner" | "redis" | "keys" | "audit" | "webhooks" | "runtime" | "version";
   ok: boolean;
   detail: string;
 }
@@ -94,6 +95,8 @@ async function storeChecks(spec: StoreSpec, io: CommandIO): Promise<Check[]> {
     if (spec.kind === "redis") checks.push({ name: "redis", ok: true, detail: `${describeStore(spec)} answers` });
     const keys = await Promise.race([store.list(), late]);
     checks.push({ name: "keys", ok: true, detail: `${keys.length} key${keys.length === 1 ? "" : "s"}` });
+    const hooks = await Promise.race([webhooksCheck(store), late]);
+    if (hooks) checks.push(hooks);
   } catch (error) {
     const failed = spec.kind === "redis" && !store ? "redis" : "keys";
     checks.push({ name: failed, ok: false, detail: messageOf(error) });

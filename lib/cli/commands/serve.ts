@@ -10,6 +10,7 @@ import type { CommandDef } from "../command.ts";
 import { bindThenSettleAsOwner, describeStore, openKeyStore, parseStoreSpec, resolveRetiredRetention, storeSource } from "../../store/config.ts";
 import { redactSecrets } from "../../core/secret.ts";
 import { withStoreHint } from "../store-hint.ts";
+import { createWebhookStats } from "../../http/webhooks/stats.ts";
 
 export interface ServeFlags {
   host?: string;
@@ -140,7 +141,8 @@ export async function runServe(
     throw withStoreHint(error, flags.store, env);
   });
   info(`serving store ${describeStore(spec)} (from ${storeSource(flags.store, env).detail})`);
-  const metrics = createMetrics({ store, allow, gcMetrics });
+  const webhookStats = createWebhookStats();
+  const metrics = createMetrics({ store, allow, gcMetrics, webhooks: webhookStats });
   let server;
   try {
     // Root on another user's store acts as that user (see the store's trust rules); a server binds its port
@@ -176,7 +178,7 @@ export async function runServe(
   log.flush(); // at once: scripts and tests wait for this line
   // Events out: this server delivers webhooks, sharing the work with any other server on the store.
   const { startWebhookWorker } = await import("../../http/webhooks/worker.ts");
-  const webhooks = startWebhookWorker({ store, log: (level, line) => log.line(level, redactSecrets(line)) });
+  const webhooks = startWebhookWorker({ store, stats: webhookStats, log: (level, line) => log.line(level, redactSecrets(line)) });
   await stopOnSignal({ close: async () => (await Promise.all([server.close(), webhooks.stop()]), undefined) }, store, info);
   log.flush();
   return { exitCode: 0 };

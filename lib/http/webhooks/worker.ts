@@ -12,6 +12,8 @@ import { messagesOf, type WebhookMessage } from "../../store/webhooks/events.ts"
 import type { WebhookEndpoint, WebhookStore } from "../../store/webhooks/endpoints.ts";
 import { DISABLE_AFTER_MS, type DeliveryState, finish, readFrom, record, retryDelay } from "../../store/webhooks/state.ts";
 import { readTrailSince } from "../../store/webhooks/trail.ts";
+import { unfinished, wants } from "../../store/webhooks/backlog.ts";
+import { createWebhookStats, type WebhookStats } from "./stats.ts";
 import { type SendResult, sendWebhook } from "./send.ts";
 
 export interface WebhookWorkerOptions {
@@ -25,6 +27,8 @@ export interface WebhookWorkerOptions {
   log?: (level: "info" | "warn" | "error", line: string) => void;
   now?: () => number;
   send?: typeof sendWebhook;
+  /** Where attempts and backlogs are counted (/metrics). */
+  stats?: WebhookStats;
 }
 
 export interface WebhookWorker {
@@ -35,14 +39,11 @@ export interface WebhookWorker {
 }
 
 /** Delivers the messages of one endpoint that are due; returns when one fails or none is left. */
-async function deliverDue(hooks: WebhookStore, endpoint: WebhookEndpoint, messages: WebhookMessage[], state: DeliveryState, o: Required<Pick<WebhookWorkerOptions, "now" | "send" | "log">> & { renew: () => Promise<boolean>; stopped: () => boolean }) {
-  const done = new Set(state.cursor.done.map(([id]) => id));
-  const created = Date.parse(endpoint.createdAt);
+async function deliverDue(hooks: WebhookStore, endpoint: WebhookEndpoint, messages: WebhookMessage[], state: DeliveryState, o: Required<Pick<WebhookWorkerOptions, "now" | "send" | "log" | "stats">> & { renew: () => Promise<boolean>; stopped: () => boolean }) {
   let dirty = false;
-  for (const message of messages) {
+  for (const message of unfinished(messages, endpoint, state)) {
     if (o.stopped()) break;
-    if (done.has(message.id) || message.at < created) continue;
-    if (endpoint.events.length && !endpoint.events.includes(message.type)) {
+    if (!wants(endpoint, message.type)) {
       finish(state, message.id, message.at, o.now());
       dirty = true;
       continue;
@@ -54,6 +55,7 @@ async function deliverDue(hooks: WebhookStore, endpoint: WebhookEndpoint, messag
     const attempt = (state.retry?.id === message.id ? state.retry.attempts : 0) + 1;
     record(state, { id: message.id, type: message.type, at: new Date(o.now()).toISOString(), attempt, ok: result.ok, ...(result.status ? { status: result.status } : {}), ...(result.error ? { error: result.error } : {}) });
     if (result.ok) {
+      o.stats.attempts.delivered++;
       finish(state, message.id, message.at, o.now());
       delete state.failingSince;
       await hooks.saveState(endpoint.id, state);
@@ -62,6 +64,7 @@ async function deliverDue(hooks: WebhookStore, endpoint: WebhookEndpoint, messag
     }
     state.failingSince ??= o.now();
     const delay = retryDelay(attempt);
+    o.stats.attempts[delay === undefined ? "gave_up" : "failed"]++;
     if (delay === undefined) {
       o.log("warn", `webhook ${endpoint.id}: gave up on ${message.id} (${message.type}) after ${attempt} attempts: ${result.error}`);
       finish(state, message.id, message.at, o.now());
@@ -79,7 +82,7 @@ async function deliverDue(hooks: WebhookStore, endpoint: WebhookEndpoint, messag
 /** Starts delivering; `stop()` ends it. */
 export function startWebhookWorker(options: WebhookWorkerOptions): WebhookWorker {
   const hooks = options.store.webhooks;
-  const { tickMs = 1_000, leaseMs = 15_000, batch = 100, log = () => {}, now = Date.now, send = sendWebhook } = options;
+  const { tickMs = 1_000, leaseMs = 15_000, batch = 100, log = () => {}, now = Date.now, send = sendWebhook, stats = createWebhookStats() } = options;
   const owner = crypto.randomUUID();
   let stopped = false;
   let current: Promise<void> = Promise.resolve();
@@ -92,13 +95,17 @@ export function startWebhookWorker(options: WebhookWorkerOptions): WebhookWorker
     if (!(await renew())) return;
     const state = await hooks!.state(endpoint.id);
     const messages = messagesOf(await readTrailSince(options.store, readFrom(state))).slice(0, batch + state.cursor.done.length);
-    await deliverDue(hooks!, endpoint, messages, state, { now, send, log, renew, stopped: () => stopped });
+    await deliverDue(hooks!, endpoint, messages, state, { now, send, log, stats, renew, stopped: () => stopped });
+    stats.backlog.set(endpoint.id, unfinished(messages, endpoint, state).filter((m) => wants(endpoint, m.type)).length);
   };
   const onePass = async () => {
     if (!hooks) return;
     for (const endpoint of await hooks.list()) {
       if (stopped) return;
-      if (endpoint.disabled) continue;
+      if (endpoint.disabled) {
+        stats.backlog.delete(endpoint.id);
+        continue;
+      }
       await endpointPass(endpoint).catch((error) => log("error", `webhook ${endpoint.id}: ${error instanceof Error ? error.message : String(error)}`));
     }
   };
