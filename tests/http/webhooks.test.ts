@@ -73,13 +73,19 @@ describe("webhooks", () => {
     expect(JSON.parse(deliveries.stdout)).toEqual(expect.arrayContaining([expect.objectContaining({ type: "key.created", ok: true, status: 204 })]));
   });
 
-  it("an endpoint gets only the event types it asked for", async () => {
-    const { cli, receiver, serve } = await setUp("--events", "key.deleted");
+  it("an endpoint gets only the event types it asked for; a key revoked by --scan --revoke is key.leaked", async () => {
+    const { cli, receiver, serve, store } = await setUp("--events", "key.deleted,key.leaked");
     await serve();
     await createKey(cli, "first");
     expect((await cli("apikey", "--delete", "--name", "first")).code).toBe(0);
-    await receiver.waitFor(() => receiver.delivered().length >= 1, "the delete");
-    expect(receiver.requests.map((r) => r.type)).toEqual(["key.deleted"]);
+    const leaked = await createKey(cli, "second");
+    const { writeFileSync } = await import("node:fs");
+    const file = join(store, "..", "config.env");
+    writeFileSync(file, `TOKEN=${leaked.key}\n`);
+    expect((await cli("apikey", "--scan", file, "--revoke")).code).toBe(1);
+    await receiver.waitFor(() => receiver.delivered().length >= 2, "the delete and the leak");
+    expect(receiver.requests.map((r) => r.type)).toEqual(["key.deleted", "key.leaked"]);
+    expect(receiver.requests[1].data).toMatchObject({ id: leaked.id, name: "second", reason: expect.stringContaining("config.env") });
   });
 
   it("while the receiver fails, events wait and are retried with the same webhook-id; once it answers, all arrive in order", async () => {

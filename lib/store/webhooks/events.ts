@@ -66,7 +66,8 @@ export function messagesOf(events: readonly AuditEvent[]): WebhookMessage[] {
     const digest = sha256Hex(JSON.stringify(event)).slice(0, 32);
     const n = (seen.get(digest) ?? 0) + 1;
     seen.set(digest, n);
-    const type = TYPE_OF[event.action];
+    // `apikey --scan --revoke` deletes a leaked key and says so in the event's reason (cli/scan.ts).
+    const type = event.action === "delete" && event.reason?.startsWith("leaked:") ? "key.leaked" : TYPE_OF[event.action];
     return { id: `msg_${digest}${n > 1 ? `_${n}` : ""}`, type, at: Date.parse(event.at), body: messageBody(type, event.at, dataOf(event)) };
   });
 }
