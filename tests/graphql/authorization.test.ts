@@ -127,7 +127,10 @@ describe("GraphQL authorization", () => {
     expect(FIELD_PERMISSIONS["Mutation.apiKey.create"]).toBe("API_KEY:CREATE_ANY");
     expect(FIELD_PERMISSIONS["Mutation.apiKey.rotate"]).toBe("API_KEY:UPDATE_ANY");
     expect(FIELD_PERMISSIONS["Query.verifyApiKey"]).toBe("API_KEY:READ_ANY");
-    expect(Object.keys(FIELD_PERMISSIONS)).toHaveLength(20); // with auditLog, deleteExpired, rotate, verifyApiKey and apiKeyPresets
+    expect(FIELD_PERMISSIONS["Mutation.webhook.add"]).toBe("API_KEY:CREATE_ANY");
+    expect(FIELD_PERMISSIONS["Query.webhooks"]).toBe("API_KEY:READ_ANY");
+    // with auditLog, deleteExpired, rotate, verifyApiKey, apiKeyPresets, and the 6 of webhooks
+    expect(Object.keys(FIELD_PERMISSIONS)).toHaveLength(26);
   });
 });
 
