@@ -4,11 +4,20 @@
  * before the connection (`http/webhooks/send.ts` passes `checkAddress` as its `lookup`), so a name that
  * resolves, or later rebinds, to a private address is refused unless the endpoint allows private ones.
  */
-import { isIP } from "node:net";
 import { ServiceError } from "./errors.ts";
 
 /** Longest endpoint URL accepted. */
 export const MAX_URL_LENGTH = 2_000;
+
+/**
+ * 4 or 6 for an IP address as DNS answers and WHATWG URLs write them (canonical), else 0. Not node:net's
+ * `isIP`: the key store loads this module, and the CLI's start-up would pay for loading node:net.
+ */
+function isIP(address: string): 0 | 4 | 6 {
+  const v4 = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(address);
+  if (v4) return v4.slice(1).every((part) => Number(part) <= 255) ? 4 : 0;
+  return address.includes(":") && /^[0-9a-f:]+(:\d{1,3}(\.\d{1,3}){3})?$/i.test(address) ? 6 : 0;
+}
 
 const LOOPBACK_NAMES = new Set(["localhost", "127.0.0.1", "[::1]", "::1"]);
 
