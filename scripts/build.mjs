@@ -41,6 +41,7 @@ const LAZY = {
   "lib/store/drivers/redis.ts": "redis",
   "lib/http/webhooks/worker.ts": "webhooks",
   "lib/http/webhooks/send.ts": "webhook-send",
+  "lib/client/remote-webhooks.ts": "remote-webhooks",
   "consola/basic": "consola-basic",
 };
 

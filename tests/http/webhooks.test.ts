@@ -40,6 +40,12 @@ async function metricsMatching(url: string, ...patterns: RegExp[]): Promise<stri
   return text;
 }
 
+const createKeyWith = async (cli: (...a: string[]) => Promise<{ code: number | null; stdout: string; stderr: string }>, name: string, role: string) => {
+  const made = await cli("apikey", "--create", "--name", name, "--roles", role);
+  expect(made.code, made.stderr).toBe(0);
+  return made.stdout.trim();
+};
+
 const createKey = async (cli: (...a: string[]) => Promise<{ code: number | null; stdout: string; stderr: string }>, name: string) => {
   const made = await cli("apikey", "--create", "--name", name, "--roles", "VIEWER", "--json");
   expect(made.code, made.stderr).toBe(0);
@@ -155,6 +161,33 @@ describe("webhooks", () => {
     expect((await cli("webhook", "--test", endpoint.id)).code).toBe(0);
     expect([verifies(secret, receiver.requests[1]), verifies(newest, receiver.requests[1])]).toEqual([false, true]);
   });
+
+  it("--server acts on a running service over GraphQL with the key in SERVICE_API_KEY; the endpoint it adds gets the events", async () => {
+    const { cli, receiver, serve } = await setUp();
+    const server = await serve();
+    const admin = await createKeyWith(cli, "remote admin", "ADMIN");
+    const remote = (...args: string[]) => runCli(["webhook", "--server", server.url, ...args], { env: { SERVICE_API_KEY: admin } });
+    const added = await remote("--add", "--url", receiver.url, "--events", "key.deleted", "--json");
+    expect(added.code, added.stderr).toBe(0);
+    const { id, secret } = JSON.parse(added.stdout);
+    expect(secret).toMatch(/^whsec_/);
+    const listed = await remote("--list", "--json");
+    expect(JSON.parse(listed.stdout).map((e: { id: string }) => e.id)).toContain(id);
+    expect((await remote("--test", id)).code).toBe(2); // the service never hands out a signing secret
+
+    receiver.secret = secret;
+    await createKey(cli, "gone soon");
+    expect((await cli("apikey", "--delete", "--name", "gone soon")).code).toBe(0);
+    // The endpoint setUp added gets it too (with the same webhook-id): look for the request signed with this secret.
+    await receiver.waitFor(() => receiver.requests.some((r) => r.type === "key.deleted" && r.verified), "the delete, signed with the remote endpoint's secret");
+    const deliveries = await remote("--deliveries", id, "--json");
+    expect(JSON.parse(deliveries.stdout)).toEqual(expect.arrayContaining([expect.objectContaining({ type: "key.deleted", ok: true })]));
+    expect((await remote("--remove", id)).code).toBe(0);
+    const viewer = await createKeyWith(cli, "remote viewer", "VIEWER");
+    const refused = await runCli(["webhook", "--server", server.url, "--list", "--json"], { env: { SERVICE_API_KEY: viewer } });
+    expect(refused.code).toBe(1);
+    expect(JSON.parse(refused.stdout).code).toBe("FORBIDDEN");
+  }, 60_000);
 
   it("remove stops deliveries and an unknown id is NOT_FOUND (exit 1)", async () => {
     const { cli, endpoint } = await setUp();

@@ -10,6 +10,9 @@ import { openKeyStore, parseStoreSpec } from "../../store/config.ts";
 import type { KeyStore } from "../../store/types.ts";
 import { parseEventTypes, testMessage } from "../../store/webhooks/events.ts";
 import type { WebhookEndpoint, WebhookStore } from "../../store/webhooks/endpoints.ts";
+
+/** What the command needs of the webhooks: a store's, or a service's over GraphQL. */
+type Webhooks = Omit<WebhookStore, "saveState" | "lease">;
 import type { CommandDef, CommandIO } from "../command.ts";
 import type { Output } from "../format-results.ts";
 import { jsonLine } from "../json-text.ts";
@@ -17,6 +20,8 @@ import { withStoreHint } from "../store-hint.ts";
 
 export interface WebhookFlags {
   store?: string;
+  /** A running service's base URL: remote mode. */
+  server?: string;
   add?: boolean;
   list?: boolean;
   update?: string;
@@ -55,7 +60,7 @@ function chooseMode(flags: WebhookFlags): (typeof MODES)[number] {
 }
 
 /** Runs one mode over the store's webhooks. */
-export async function runWebhook(flags: WebhookFlags, hooks: WebhookStore): Promise<Output> {
+export async function runWebhook(flags: WebhookFlags, hooks: Webhooks): Promise<Output> {
   const mode = chooseMode(flags);
   const json = Boolean(flags.json);
   if (mode === "add") {
@@ -114,6 +119,12 @@ export async function run(flags: WebhookFlags, io: CommandIO): Promise<Output> {
     if (!given.webhooks) throw new ServiceError("USAGE", "This store keeps no webhooks");
     return await runWebhook(flags, given.webhooks);
   }
+  if (flags.server && flags.store) throw new ServiceError("USAGE", "Use --server or --store, not both");
+  const server = flags.server ?? (flags.store ? undefined : io.env.SERVICE_API_URL?.trim() || undefined);
+  if (server) {
+    const { openRemoteWebhooks } = await import("../../client/remote-webhooks.ts");
+    return await runWebhook(flags, openRemoteWebhooks(server, io.env));
+  }
   try {
     const store = await openKeyStore(parseStoreSpec(flags.store, io.env), io.debug, { oneShot: true });
     try {
@@ -151,6 +162,7 @@ export const command: CommandDef<WebhookFlags> = {
     { flag: "--allow-private", help: "Allow sending to private addresses (10.0.0.0/8, 192.168.0.0/16, ...)" },
     { flag: "--enable", help: "update: deliver to it again" },
     { flag: "--disable", help: "update: stop delivering to it (events wait)" },
+    { flag: "--server <url>", help: "Act on a running service instead of a store, with the key in SERVICE_API_KEY (env SERVICE_API_URL)" },
     { flag: "--json", help: "Print JSON" },
   ],
   examples: [
