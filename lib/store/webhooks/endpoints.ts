@@ -2,6 +2,8 @@
  * Webhook endpoints, kept in the key store's storage beside the keys:
  *
  *   webhooks:<id>        the endpoint: URL, event types, description, state, its sealed signing secrets
+ *   meta:webhook-ids     the ids of the endpoints, changed under a lock: the worker lists them every second,
+ *                        and a listing by prefix would scan the whole Redis keyspace
  *   webhook-state:<id>   its delivery state (cursor, retry, last attempts), written by the lease holder only
  *   leases:webhook:<id>  which server delivers its messages now (./lease.ts)
  *
@@ -86,6 +88,12 @@ export function createWebhookStore(storage: Storage, atomic: AtomicIndex, now: (
   const box = createSecretBox(storage, atomic);
   const read = async (id: string): Promise<StoredEndpoint | null> =>
     ID.test(id) ? ((await storage.getItem(`webhooks:${id}`)) as StoredEndpoint | null) : null;
+  const INDEX = "meta:webhook-ids";
+  const ids = async (): Promise<string[]> => {
+    const kept = await storage.getItem(INDEX);
+    return Array.isArray(kept) ? kept.filter((id): id is string => typeof id === "string" && ID.test(id)) : [];
+  };
+  const editIndex = (edit: (ids: string[]) => string[]) => atomic.exclusive(INDEX, async () => void (await storage.setItem(INDEX, edit(await ids()) as never)));
   const must = async (id: string) => {
     const found = await read(id);
     if (!found) throw new ServiceError("NOT_FOUND", `No webhook endpoint with id ${id}`);
@@ -104,11 +112,11 @@ export function createWebhookStore(storage: Storage, atomic: AtomicIndex, now: (
         secrets: [{ sealed: await box.seal(secret) }],
       };
       await storage.setItem(`webhooks:${id}`, endpoint as never);
+      await editIndex((all) => [...all, id]); // the commit point: listed from here on
       return { endpoint: publicOf(endpoint), secret };
     },
     async list() {
-      const ids = (await storage.getKeys("webhooks")).map((k) => k.split(":").pop()!).filter((id) => ID.test(id));
-      const found = await Promise.all(ids.map(read));
+      const found = await Promise.all((await ids()).map(read));
       return found.filter((e): e is StoredEndpoint => e !== null).map(publicOf).sort((a, b) => a.createdAt.localeCompare(b.createdAt));
     },
     get: async (id) => {
@@ -132,6 +140,7 @@ export function createWebhookStore(storage: Storage, atomic: AtomicIndex, now: (
     async remove(id) {
       const found = await read(id);
       if (!found) return null;
+      await editIndex((all) => all.filter((other) => other !== id));
       await storage.removeItem(`webhooks:${id}`);
       await storage.removeItem(`webhook-state:${id}`);
       return publicOf(found);
