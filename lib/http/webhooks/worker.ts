@@ -22,7 +22,7 @@ export interface WebhookWorkerOptions {
   tickMs?: number;
   /** How long a lease lasts without renewal (default 15,000 ms): a killed server's endpoints wait this long. */
   leaseMs?: number;
-  /** Messages delivered per endpoint per tick, at most (default 100). */
+  /** Messages delivered per endpoint per tick, at most (default 500). */
   batch?: number;
   log?: (level: "info" | "warn" | "error", line: string) => void;
   now?: () => number;
@@ -37,6 +37,9 @@ export interface WebhookWorker {
   /** Resolves after one more full pass over the endpoints (tests, `--test` callers). */
   pass(): Promise<void>;
 }
+
+/** While a retry is more than this far off, the backlog is counted (the trail read) at most this often. */
+const RECOUNT_MS = 30_000;
 
 /** Delivers the messages of one endpoint that are due; returns when one fails or none is left. */
 async function deliverDue(hooks: WebhookStore, endpoint: WebhookEndpoint, messages: WebhookMessage[], state: DeliveryState, o: Required<Pick<WebhookWorkerOptions, "now" | "send" | "log" | "stats">> & { renew: () => Promise<boolean>; stopped: () => boolean }) {
@@ -82,32 +85,39 @@ async function deliverDue(hooks: WebhookStore, endpoint: WebhookEndpoint, messag
 /** Starts delivering; `stop()` ends it. */
 export function startWebhookWorker(options: WebhookWorkerOptions): WebhookWorker {
   const hooks = options.store.webhooks;
-  const { tickMs = 1_000, leaseMs = 15_000, batch = 100, log = () => {}, now = Date.now, send = sendWebhook, stats = createWebhookStats() } = options;
+  const { tickMs = 1_000, leaseMs = 15_000, batch = 500, log = () => {}, now = Date.now, send = sendWebhook, stats = createWebhookStats() } = options;
   const owner = crypto.randomUUID();
   let stopped = false;
   let current: Promise<void> = Promise.resolve();
   let timer: ReturnType<typeof setTimeout> | undefined;
   const waiting: (() => void)[] = [];
 
+  const lastRead = new Map<string, number>(); // endpoint id -> when its backlog was last counted
+  const lastError = new Map<string, string>(); // endpoint id -> the error last logged, so a lasting one is said once
   const endpointPass = async (endpoint: WebhookEndpoint) => {
     const name = `webhook:${endpoint.id}`;
     const renew = () => hooks!.lease.hold(name, owner, leaseMs);
     if (!(await renew())) return;
     const state = await hooks!.state(endpoint.id);
+    // Waiting long for a retry: the trail since the cursor (perhaps a long backlog) is read only to count it, now and then.
+    if (state.retry && state.retry.nextAt - now() > RECOUNT_MS && now() - (lastRead.get(endpoint.id) ?? 0) < RECOUNT_MS) return;
+    lastRead.set(endpoint.id, now());
     const messages = messagesOf(await readTrailSince(options.store, readFrom(state))).slice(0, batch + state.cursor.done.length);
     await deliverDue(hooks!, endpoint, messages, state, { now, send, log, stats, renew, stopped: () => stopped });
     stats.backlog.set(endpoint.id, unfinished(messages, endpoint, state).filter((m) => wants(endpoint, m.type)).length);
+    lastError.delete(endpoint.id);
   };
+  const failed = (id: string, error: unknown) => {
+    const message = error instanceof Error ? error.message : String(error);
+    if (lastError.get(id) !== message) log("error", `webhook ${id}: ${message}`);
+    lastError.set(id, message);
+  };
+  // Endpoints are independent: each goes at its own pace, one slow receiver holds up no other.
   const onePass = async () => {
     if (!hooks) return;
-    for (const endpoint of await hooks.list()) {
-      if (stopped) return;
-      if (endpoint.disabled) {
-        stats.backlog.delete(endpoint.id);
-        continue;
-      }
-      await endpointPass(endpoint).catch((error) => log("error", `webhook ${endpoint.id}: ${error instanceof Error ? error.message : String(error)}`));
-    }
+    const endpoints = await hooks.list();
+    for (const id of stats.backlog.keys()) if (!endpoints.some((e) => e.id === id && !e.disabled)) stats.backlog.delete(id);
+    await Promise.all(endpoints.filter((e) => !e.disabled).map((e) => endpointPass(e).catch((error) => failed(e.id, error))));
   };
   const tick = () => {
     current = onePass().catch((error) => log("error", `webhooks: ${error instanceof Error ? error.message : String(error)}`)).finally(() => {
