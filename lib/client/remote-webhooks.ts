@@ -12,7 +12,7 @@ import type { Client } from "./client.ts";
 import { openRemoteClient } from "./remote.ts";
 import { ServerText } from "./_untrusted.ts";
 
-const ENDPOINT_FIELDS = "id url events description createdAt allowPrivate disabled disabledReason";
+const ENDPOINT_FIELDS = "id url events description createdAt allowPrivate disabled disabledReason notifyBeforeSeconds";
 
 const EndpointSchema = v.pipe(
   v.object({
@@ -24,6 +24,7 @@ const EndpointSchema = v.pipe(
     allowPrivate: v.boolean(),
     disabled: v.boolean(),
     disabledReason: v.nullish(ServerText),
+    notifyBeforeSeconds: v.nullish(v.number()),
   }),
   v.transform((e): WebhookEndpoint => ({
     id: e.id, url: e.url, events: e.events as WebhookEventType[], createdAt: e.createdAt,
@@ -31,12 +32,15 @@ const EndpointSchema = v.pipe(
     ...(e.allowPrivate ? { allowPrivate: true } : {}),
     ...(e.disabled ? { disabled: true } : {}),
     ...(e.disabledReason ? { disabledReason: e.disabledReason } : {}),
+    ...(e.notifyBeforeSeconds != null ? { notifyBeforeMs: e.notifyBeforeSeconds * 1000 } : {}),
   })),
 );
 const WithSecretSchema = v.object({ endpoint: EndpointSchema, secret: v.pipe(v.string(), v.regex(/^whsec_[A-Za-z0-9+/=]+$/)), oldSecretUntil: v.nullish(ServerText) });
 const AttemptSchema = v.object({
   id: ServerText, type: ServerText, at: ServerText, attempt: v.number(), ok: v.boolean(), status: v.nullish(v.number()), error: v.nullish(ServerText),
 });
+
+const seconds = (ms: number | undefined) => (ms === undefined ? undefined : Math.round(ms / 1000));
 
 export type RemoteWebhooks = Omit<WebhookStore, "saveState" | "lease">;
 
@@ -52,12 +56,12 @@ export function createRemoteWebhooks(client: Client): RemoteWebhooks {
   const list = async () => (await client.request(`{ webhooks { ${ENDPOINT_FIELDS} } }`, {}, v.object({ webhooks: v.array(EndpointSchema) }))).webhooks;
   const withSecret = `{ secret oldSecretUntil endpoint { ${ENDPOINT_FIELDS} } }`;
   return {
-    add: (input) =>
-      mutate("add", "$input: AddWebhookInput!", { input }, `(input: $input) ${withSecret}`, WithSecretSchema),
+    add: ({ notifyBeforeMs, ...input }) =>
+      mutate("add", "$input: AddWebhookInput!", { input: { ...input, notifyBeforeSeconds: seconds(notifyBeforeMs) } }, `(input: $input) ${withSecret}`, WithSecretSchema),
     list,
     get: async (id) => (await list()).find((e) => e.id === id) ?? null,
-    update: (id, patch) =>
-      mutate("update", "$input: UpdateWebhookInput!", { input: { id, ...patch } }, `(input: $input) { ${ENDPOINT_FIELDS} }`, EndpointSchema),
+    update: (id, { notifyBeforeMs, disabledReason: _, ...patch }) =>
+      mutate("update", "$input: UpdateWebhookInput!", { input: { id, ...patch, notifyBeforeSeconds: seconds(notifyBeforeMs) } }, `(input: $input) { ${ENDPOINT_FIELDS} }`, EndpointSchema),
     remove: async (id) => {
       const found = (await list()).find((e) => e.id === id);
       if (!found) return null;

@@ -23,6 +23,8 @@ type WebhookEndpoint {
   allowPrivate: Boolean!
   disabled: Boolean!
   disabledReason: String
+  "How long before a key's expiry key.expiring is sent (absent: 7 days)."
+  notifyBeforeSeconds: Int
 }
 
 "An endpoint with its signing secret (whsec_...), shown this once."
@@ -49,6 +51,7 @@ input AddWebhookInput {
   events: [String!]
   description: String
   allowPrivate: Boolean
+  notifyBeforeSeconds: Int
 }
 
 input UpdateWebhookInput {
@@ -58,6 +61,7 @@ input UpdateWebhookInput {
   description: String
   allowPrivate: Boolean
   disabled: Boolean
+  notifyBeforeSeconds: Int
 }
 
 type WebhookMutations {
@@ -88,7 +92,9 @@ function eventTypes(list: unknown): WebhookEventType[] | undefined {
   return types as WebhookEventType[];
 }
 
-const shown = <T extends { allowPrivate?: boolean; disabled?: boolean }>(e: T) => ({ ...e, allowPrivate: Boolean(e.allowPrivate), disabled: Boolean(e.disabled) });
+const shown = <T extends { allowPrivate?: boolean; disabled?: boolean; notifyBeforeMs?: number }>(e: T) =>
+  ({ ...e, allowPrivate: Boolean(e.allowPrivate), disabled: Boolean(e.disabled), notifyBeforeSeconds: e.notifyBeforeMs === undefined ? null : Math.round(e.notifyBeforeMs / 1000) });
+const seconds = (value: unknown) => (value == null ? undefined : (value as number) * 1000);
 const optional = (value: unknown) => (value == null ? undefined : value);
 
 /** The rules of the `Query` fields. */
@@ -110,6 +116,7 @@ export const WEBHOOK_MUTATIONS: Readonly<Record<string, Rule>> = {
     resolve: async ({ input }, { store }) => {
       const { endpoint, secret } = await hooksOf(store).add({
         url: input.url, events: eventTypes(input.events), description: optional(input.description) as string | undefined, allowPrivate: Boolean(input.allowPrivate),
+        notifyBeforeMs: seconds(input.notifyBeforeSeconds),
       });
       return { endpoint: shown(endpoint), secret };
     },
@@ -119,7 +126,7 @@ export const WEBHOOK_MUTATIONS: Readonly<Record<string, Rule>> = {
     resolve: async ({ input }, { store }) =>
       shown(await hooksOf(store).update(input.id, JSON.parse(JSON.stringify({
         url: optional(input.url), events: eventTypes(input.events), description: optional(input.description),
-        allowPrivate: optional(input.allowPrivate), disabled: optional(input.disabled),
+        allowPrivate: optional(input.allowPrivate), disabled: optional(input.disabled), notifyBeforeMs: seconds(input.notifyBeforeSeconds),
       })))),
   },
   remove: {

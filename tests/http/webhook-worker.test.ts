@@ -6,6 +6,7 @@ import { startWebhookWorker, type WebhookWorker } from "../../lib/http/webhooks/
 import type { SendResult } from "../../lib/http/webhooks/send.ts";
 import type { WebhookMessage } from "../../lib/store/webhooks/events.ts";
 import { input } from "../helpers/keys.ts";
+import type { CreateKeyInput } from "../../lib/core/model.ts";
 
 const HOUR = 3_600_000;
 let worker: WebhookWorker | undefined;
@@ -14,14 +15,14 @@ afterEach(async () => {
   worker = undefined;
 });
 
-async function setUp(keys: number) {
+async function setUp(keys: number, extra: Partial<CreateKeyInput> = {}) {
   let offset = 0;
   const sent: WebhookMessage[] = [];
   const logged: string[] = [];
   const control = { answer: { ok: false, status: 503, error: "answered 503" } as SendResult };
   const store = createKeyStore();
   const { endpoint } = await store.webhooks!.add({ url: "https://hooks.example.com/in" });
-  for (let i = 0; i < keys; i++) await store.create(input(`key ${i}`));
+  for (let i = 0; i < keys; i++) await store.create(input(`key ${i}`, extra));
   worker = startWebhookWorker({
     store,
     tickMs: 5,
@@ -71,5 +72,25 @@ describe("the webhook worker", () => {
     const names = new Set(sent.slice(tried).map((m) => JSON.parse(m.body).data.name));
     expect(names.size).toBeGreaterThan(0);
     expect((await store.webhooks!.state(endpoint.id)).failingSince).toBeUndefined();
+  });
+
+  it("tells of a key's coming expiry once (key.expiring) and of its expiry once (key.expired), with a stable webhook-id", async () => {
+    const { sent, later, control } = await setUp(1, { expiresAt: new Date(Date.now() + HOUR).toISOString() });
+    control.answer = { ok: false, status: 500, error: "answered 500" };
+    await later(61_000); // a failed key.expiring is tried again at the next look, under the same id
+    control.answer = { ok: true, status: 204 };
+    await later(61_000);
+    await later(61_000);
+    const expiring = sent.filter((m) => m.type === "key.expiring");
+    expect(expiring.length).toBeGreaterThanOrEqual(2);
+    expect(new Set(expiring.map((m) => m.id)).size).toBe(1);
+    const told = expiring.length;
+    await later(61_000);
+    expect(sent.filter((m) => m.type === "key.expiring")).toHaveLength(told);
+    await later(2 * HOUR);
+    await later(61_000);
+    const expired = sent.filter((m) => m.type === "key.expired");
+    expect(expired).toHaveLength(1);
+    expect(JSON.parse(expired[0].body)).toMatchObject({ type: "key.expired", data: { name: "key 0", expiresAt: expect.any(String) } });
   });
 });

@@ -79,6 +79,15 @@ describe("webhooks", () => {
     expect(JSON.parse(deliveries.stdout)).toEqual(expect.arrayContaining([expect.objectContaining({ type: "key.created", ok: true, status: 204 })]));
   });
 
+  it("a key expiring within --notify-before is told of once as key.expiring", async () => {
+    const { cli, receiver, serve } = await setUp("--notify-before", "3d", "--events", "key.expiring");
+    expect((await cli("apikey", "--create", "--name", "short lived", "--roles", "VIEWER", "--expires-in", "2d")).code).toBe(0);
+    expect((await cli("apikey", "--create", "--name", "long lived", "--roles", "VIEWER", "--expires-in", "30d")).code).toBe(0);
+    await serve();
+    await receiver.waitFor(() => receiver.delivered().length >= 1, "key.expiring");
+    expect(receiver.requests).toEqual([expect.objectContaining({ type: "key.expiring", verified: true, data: expect.objectContaining({ name: "short lived" }) })]);
+  });
+
   it("an endpoint gets only the event types it asked for; a key revoked by --scan --revoke is key.leaked", async () => {
     const { cli, receiver, serve, store } = await setUp("--events", "key.deleted,key.leaked");
     await serve();

@@ -30,6 +30,7 @@ export interface WebhookFlags {
   deliveries?: string;
   rotateSecret?: string;
   grace?: string;
+  notifyBefore?: string;
   url?: string;
   events?: string;
   description?: string;
@@ -51,20 +52,24 @@ function chooseMode(flags: WebhookFlags): (typeof MODES)[number] {
   const mode = chosen[0];
   if (mode !== "add" && mode !== "list" && typeof flags[mode] !== "string") throw new ServiceError("USAGE", `${flagOf(mode)} needs the endpoint's id (see webhook --list)`);
   if (mode === "add" && !flags.url) throw new ServiceError("USAGE", "--add needs --url <url> (https://, or http:// to localhost)");
-  if (mode !== "add" && mode !== "update" && (flags.url || flags.events !== undefined || flags.description !== undefined)) {
-    throw new ServiceError("USAGE", `${flagOf(mode)} takes no --url, --events or --description`);
+  if (mode !== "add" && mode !== "update" && (flags.url || flags.events !== undefined || flags.description !== undefined || flags.notifyBefore !== undefined)) {
+    throw new ServiceError("USAGE", `${flagOf(mode)} takes no --url, --events, --description or --notify-before`);
   }
   if (flags.grace !== undefined && mode !== "rotateSecret") throw new ServiceError("USAGE", "--grace goes with --rotate-secret");
   if (flags.enable && flags.disable) throw new ServiceError("USAGE", "Use --enable or --disable, not both");
   return mode;
 }
 
+const notifyBefore = (flags: WebhookFlags) => (flags.notifyBefore === undefined ? undefined : parseDuration(String(flags.notifyBefore), "--notify-before"));
+
 /** Runs one mode over the store's webhooks. */
 export async function runWebhook(flags: WebhookFlags, hooks: Webhooks): Promise<Output> {
   const mode = chooseMode(flags);
   const json = Boolean(flags.json);
   if (mode === "add") {
-    const { endpoint, secret } = await hooks.add({ url: flags.url!, events: parseEventTypes(flags.events), description: flags.description, allowPrivate: flags.allowPrivate });
+    const { endpoint, secret } = await hooks.add({
+      url: flags.url!, events: parseEventTypes(flags.events), description: flags.description, allowPrivate: flags.allowPrivate, notifyBeforeMs: notifyBefore(flags),
+    });
     if (json) return { stdout: jsonLine({ ...endpoint, secret }), exitCode: 0 };
     return {
       stdout: `${secret}\n`,
@@ -92,7 +97,7 @@ export async function runWebhook(flags: WebhookFlags, hooks: Webhooks): Promise<
   }
   if (mode === "update") {
     const disabled = flags.disable ? true : flags.enable ? false : undefined;
-    const patch = { url: flags.url, events: parseEventTypes(flags.events), description: flags.description, allowPrivate: flags.allowPrivate, disabled };
+    const patch = { url: flags.url, events: parseEventTypes(flags.events), description: flags.description, allowPrivate: flags.allowPrivate, disabled, notifyBeforeMs: notifyBefore(flags) };
     const updated = await hooks.update(id, JSON.parse(JSON.stringify(patch)));
     return { stdout: json ? jsonLine(updated) : line(updated) + "\n", exitCode: 0 };
   }
@@ -141,7 +146,7 @@ export async function run(flags: WebhookFlags, io: CommandIO): Promise<Output> {
 export const command: CommandDef<WebhookFlags> = {
   description: "Send signed events (Standard Webhooks) to your endpoints for every key change",
   usage: [
-    "service-api webhook --add --url <url> [--events <type,...>] [--description <text>] [--allow-private] [--json]",
+    "service-api webhook --add --url <url> [--events <type,...>] [--description <text>] [--notify-before <dur>] [--allow-private] [--json]",
     "service-api webhook --list [--json]",
     "service-api webhook --update <id> [--url <url>] [--events <type,...>] [--description <text>] [--enable | --disable] [--json]",
     "service-api webhook --rotate-secret <id> [--grace <dur>] [--json]",
@@ -159,6 +164,7 @@ export const command: CommandDef<WebhookFlags> = {
     { flag: "--url <url>", help: "Where to send: https://, or http:// to localhost" },
     { flag: "--events <types>", help: "Comma-separated event types (key.created, key.deleted, ...); default all" },
     { flag: "--description <text>", help: "Free-text description" },
+    { flag: "--notify-before <dur>", help: "Send key.expiring this long before a key expires (default 7d)" },
     { flag: "--allow-private", help: "Allow sending to private addresses (10.0.0.0/8, 192.168.0.0/16, ...)" },
     { flag: "--enable", help: "update: deliver to it again" },
     { flag: "--disable", help: "update: stop delivering to it (events wait)" },

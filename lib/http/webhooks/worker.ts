@@ -14,10 +14,12 @@ import { DISABLE_AFTER_MS, type DeliveryState, finish, readFrom, record, retryDe
 import { readTrailSince } from "../../store/webhooks/trail.ts";
 import { unfinished, wants } from "../../store/webhooks/backlog.ts";
 import { createWebhookStats, type WebhookStats } from "./stats.ts";
+import { EXPIRY_LOOK_MS, expiryPass } from "./expiry.ts";
 import { type SendResult, sendWebhook } from "./send.ts";
 
 export interface WebhookWorkerOptions {
-  store: Pick<KeyStore, "audit" | "webhooks">;
+  /** The store: its trail and endpoints, and its keys (`listPages`) for key.expiring and key.expired. */
+  store: Pick<KeyStore, "audit" | "webhooks"> & Partial<Pick<KeyStore, "listPages">>;
   /** How often endpoints are looked at (default 1,000 ms). */
   tickMs?: number;
   /** How long a lease lasts without renewal (default 15,000 ms): a killed server's endpoints wait this long. */
@@ -99,6 +101,7 @@ export function startWebhookWorker(options: WebhookWorkerOptions): WebhookWorker
     const renew = () => hooks!.lease.hold(name, owner, leaseMs);
     if (!(await renew())) return;
     const state = await hooks!.state(endpoint.id);
+    await lookAtExpiries(endpoint, state);
     // Waiting long for a retry: the trail since the cursor (perhaps a long backlog) is read only to count it, now and then.
     if (state.retry && state.retry.nextAt - now() > RECOUNT_MS && now() - (lastRead.get(endpoint.id) ?? 0) < RECOUNT_MS) return;
     lastRead.set(endpoint.id, now());
@@ -106,6 +109,16 @@ export function startWebhookWorker(options: WebhookWorkerOptions): WebhookWorker
     await deliverDue(hooks!, endpoint, messages, state, { now, send, log, stats, renew, stopped: () => stopped });
     stats.backlog.set(endpoint.id, unfinished(messages, endpoint, state).filter((m) => wants(endpoint, m.type)).length);
     lastError.delete(endpoint.id);
+  };
+  const lastLook = new Map<string, number>(); // endpoint id -> when the keys' expiries were last looked at
+  const lookAtExpiries = async (endpoint: WebhookEndpoint, state: DeliveryState) => {
+    if (!options.store.listPages || now() - (lastLook.get(endpoint.id) ?? -Infinity) < EXPIRY_LOOK_MS) return;
+    lastLook.set(endpoint.id, now());
+    const before = JSON.stringify(state.notified ?? {});
+    const { delivered, failed } = await expiryPass(options.store as Pick<KeyStore, "listPages">, hooks!, endpoint, state, { now, send });
+    stats.attempts.delivered += delivered;
+    stats.attempts.failed += failed;
+    if (delivered || failed || JSON.stringify(state.notified ?? {}) !== before) await hooks!.saveState(endpoint.id, state);
   };
   const failed = (id: string, error: unknown) => {
     const message = error instanceof Error ? error.message : String(error);

@@ -31,6 +31,8 @@ export interface WebhookEndpoint {
   allowPrivate?: boolean;
   disabled?: boolean;
   disabledReason?: string;
+  /** How long before a key's expiry `key.expiring` is sent (default 7 days). */
+  notifyBeforeMs?: number;
 }
 
 interface StoredEndpoint extends WebhookEndpoint {
@@ -43,6 +45,7 @@ export interface EndpointInput {
   events?: WebhookEventType[];
   description?: string;
   allowPrivate?: boolean;
+  notifyBeforeMs?: number;
 }
 
 export interface EndpointPatch extends Partial<EndpointInput> {
@@ -77,6 +80,11 @@ const MAX_DESCRIPTION = 1_000;
 
 const publicOf = ({ secrets: _, ...endpoint }: StoredEndpoint): WebhookEndpoint => endpoint;
 
+function checkNotifyBefore(ms: number): number {
+  if (!(Number.isInteger(ms) && ms > 0 && ms <= 365 * 24 * 3_600_000)) throw new ServiceError("INVALID_INPUT", "--notify-before is a duration of at most 365d");
+  return ms;
+}
+
 function checkDescription(text: string | undefined): string | undefined {
   const value = text?.trim();
   if (value && value.length > MAX_DESCRIPTION) throw new ServiceError("INVALID_INPUT", `Description is too long: at most ${MAX_DESCRIPTION} characters`);
@@ -109,6 +117,7 @@ export function createWebhookStore(storage: Storage, atomic: AtomicIndex, now: (
         id, url, events: input.events ?? [], createdAt: new Date(now()).toISOString(),
         ...(checkDescription(input.description) ? { description: checkDescription(input.description) } : {}),
         ...(allowPrivate ? { allowPrivate } : {}),
+        ...(input.notifyBeforeMs !== undefined ? { notifyBeforeMs: checkNotifyBefore(input.notifyBeforeMs) } : {}),
         secrets: [{ sealed: await box.seal(secret) }],
       };
       await storage.setItem(`webhooks:${id}`, endpoint as never);
@@ -130,6 +139,7 @@ export function createWebhookStore(storage: Storage, atomic: AtomicIndex, now: (
         ...found,
         ...(patch.url !== undefined || patch.allowPrivate !== undefined ? { url: checkEndpointUrl(patch.url ?? found.url, { allowPrivate }) } : {}),
         ...(patch.events !== undefined ? { events: patch.events } : {}),
+        ...(patch.notifyBeforeMs !== undefined ? { notifyBeforeMs: checkNotifyBefore(patch.notifyBeforeMs) } : {}),
         ...(patch.description !== undefined ? { description: checkDescription(patch.description) } : {}),
         ...(allowPrivate ? { allowPrivate: true } : { allowPrivate: undefined }),
         ...(patch.disabled !== undefined ? { disabled: patch.disabled || undefined, disabledReason: patch.disabled ? patch.disabledReason : undefined } : {}),

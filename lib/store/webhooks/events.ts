@@ -24,7 +24,7 @@ const TYPE_OF: Record<AuditAction, WebhookEventType> = {
   disable: "key.disabled",
   enable: "key.enabled",
   delete: "key.deleted",
-  prune: "key.expired",
+  prune: "key.deleted", // an expired key removed; key.expired itself is sent at its expiry (http/webhooks/expiry.ts)
   reuse: "key.retired_secret_used",
 };
 
@@ -50,7 +50,7 @@ function dataOf(event: AuditEvent): Record<string, unknown> {
     actor: event.actor,
     ...(event.changed ? { changed: event.changed } : {}),
     ...(event.replaced ? { replaced: event.replaced } : {}),
-    ...(event.action === "prune" ? { deleted: true } : {}),
+    ...(event.action === "prune" ? { expired: true } : {}),
     ...(event.reason ? { reason: event.reason } : {}),
   };
 }

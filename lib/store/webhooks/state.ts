@@ -34,6 +34,8 @@ export interface DeliveryState {
   /** Since when every attempt failed (ms); cleared by a success. */
   failingSince?: number;
   attempts: DeliveryAttempt[];
+  /** key.expiring / key.expired told of: `<type>:<key id>` -> the expiry told of (http/webhooks/expiry.ts). */
+  notified?: Record<string, string>;
 }
 
 export function emptyState(from: number): DeliveryState {
