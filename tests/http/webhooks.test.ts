@@ -110,16 +110,6 @@ describe("webhooks", () => {
     for (const name of ["one", "two", "three"]) await createKey(cli, name);
     await receiver.waitFor(() => receiver.requests.length >= 1, "a first, failing attempt");
     const firstId = receiver.requests[0].id;
-    // Seen from outside meanwhile: doctor names the backlog and the failure, /metrics counts them.
-    const doctor = await cli("doctor", "--json");
-    const line = JSON.parse(doctor.stdout).checks.find((c: { name: string }) => c.name === "webhooks");
-    expect(line).toMatchObject({ ok: true, detail: expect.stringMatching(/^1 endpoint; backlog 3; last failure .*answered 503/) });
-    const failed = /^service_api_webhook_deliveries_total\{result="failed"\} [1-9]/m;
-    const waiting = /^service_api_webhook_backlog 3$/m;
-    const failing = await metricsMatching(server.url, failed, waiting);
-    expect(failing).toMatch(failed);
-    expect(failing).toMatch(waiting);
-
     receiver.mode = 204;
     await receiver.waitFor(() => receiver.delivered().length >= 3, "all three events", 45_000);
     const got = receiver.delivered();
@@ -131,6 +121,22 @@ describe("webhooks", () => {
     const after = await metricsMatching(server.url, delivered, none);
     expect(after).toMatch(delivered);
     expect(after).toMatch(none);
+  }, 60_000);
+
+  it("seen from outside while the receiver fails: doctor names the backlog and the last failure, /metrics counts them", async () => {
+    const { cli, receiver, serve } = await setUp();
+    receiver.mode = 503; // throughout: the checks below take their time, and the next retry must not succeed meanwhile
+    const server = await serve();
+    for (const name of ["one", "two", "three"]) await createKey(cli, name);
+    await receiver.waitFor(() => receiver.requests.length >= 1, "a first, failing attempt");
+    const doctor = await cli("doctor", "--json");
+    const line = JSON.parse(doctor.stdout).checks.find((c: { name: string }) => c.name === "webhooks");
+    expect(line).toMatchObject({ ok: true, detail: expect.stringMatching(/^1 endpoint; backlog 3; last failure .*answered 503/) });
+    const failed = /^service_api_webhook_deliveries_total\{result="failed"\} [1-9]/m;
+    const waiting = /^service_api_webhook_backlog 3$/m;
+    const failing = await metricsMatching(server.url, failed, waiting);
+    expect(failing).toMatch(failed);
+    expect(failing).toMatch(waiting);
   }, 60_000);
 
   it("--test sends a signed webhook.test and prints the receiver's answer", async () => {
