@@ -148,7 +148,7 @@ export const command: CommandDef<WebhookFlags> = {
   usage: [
     "service-api webhook --add --url <url> [--events <type,...>] [--description <text>] [--notify-before <dur>] [--allow-private] [--json]",
     "service-api webhook --list [--json]",
-    "service-api webhook --update <id> [--url <url>] [--events <type,...>] [--description <text>] [--enable | --disable] [--json]",
+    "service-api webhook --update <id> [--url <url>] [--events <type,...>] [--description <text>] [--notify-before <dur>] [--enable | --disable] [--json]",
     "service-api webhook --rotate-secret <id> [--grace <dur>] [--json]",
     "service-api webhook --remove <id> | --test <id> | --deliveries <id> [--json]",
   ],
