@@ -226,5 +226,8 @@ describe("webhooks", () => {
     const bad = await cli("webhook", "--add", "--url", "https://example.com/", "--events", "key.creatd");
     expect(bad.code).toBe(2);
     expect(JSON.parse(bad.stdout).error).toMatch(/Unknown event type 'key.creatd'/);
+    const memory = await runCli(["webhook", "--add", "--url", "https://example.com/", "--store", "memory:", "--json"]);
+    expect(memory.code).toBe(2);
+    expect(JSON.parse(memory.stdout).error).toMatch(/memory: keeps webhooks only inside one process/);
   });
 });

@@ -131,7 +131,9 @@ export async function run(flags: WebhookFlags, io: CommandIO): Promise<Output> {
     return await runWebhook(flags, openRemoteWebhooks(server, io.env));
   }
   try {
-    const store = await openKeyStore(parseStoreSpec(flags.store, io.env), io.debug, { oneShot: true });
+    const spec = parseStoreSpec(flags.store, io.env);
+    if (spec.kind === "memory") throw new ServiceError("USAGE", "memory: keeps webhooks only inside one process, and the CLI exits at once. Use a directory (fs:<dir>) or redis://, or --server to ask a running service");
+    const store = await openKeyStore(spec, io.debug, { oneShot: true });
     try {
       return await runWebhook(flags, store.webhooks!);
     } finally {
