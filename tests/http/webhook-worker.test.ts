@@ -93,4 +93,17 @@ describe("the webhook worker", () => {
     expect(expired).toHaveLength(1);
     expect(JSON.parse(expired[0].body)).toMatchObject({ type: "key.expired", data: { name: "key 0", expiresAt: expect.any(String) } });
   });
+
+  it("events from just before an endpoint was made never fill its batch: what comes after is delivered", async () => {
+    const store = createKeyStore();
+    for (let i = 0; i < 12; i++) await store.create(input(`before ${i}`));
+    await new Promise((r) => setTimeout(r, 5));
+    await store.webhooks!.add({ url: "https://hooks.example.com/in" });
+    for (let i = 0; i < 3; i++) await store.create(input(`after ${i}`));
+    const sent: string[] = [];
+    worker = startWebhookWorker({ store, tickMs: 5, batch: 5, send: async (_u, _r, _s, message) => (sent.push(JSON.parse(message.body).data.name), { ok: true, status: 204 }) });
+    await worker.pass();
+    await worker.pass();
+    expect(sent).toEqual(["after 0", "after 1", "after 2"]);
+  });
 });

@@ -43,10 +43,10 @@ export interface WebhookWorker {
 /** While a retry is more than this far off, the backlog is counted (the trail read) at most this often. */
 const RECOUNT_MS = 30_000;
 
-/** Delivers the messages of one endpoint that are due; returns when one fails or none is left. */
+/** Delivers `messages` (those left to do for the endpoint, oldest first) while they are due; returns when one fails or none is left. */
 async function deliverDue(hooks: WebhookStore, endpoint: WebhookEndpoint, messages: WebhookMessage[], state: DeliveryState, o: Required<Pick<WebhookWorkerOptions, "now" | "send" | "log" | "stats">> & { renew: () => Promise<boolean>; stopped: () => boolean }) {
   let dirty = false;
-  for (const message of unfinished(messages, endpoint, state)) {
+  for (const message of messages) {
     if (o.stopped()) break;
     if (!wants(endpoint, message.type)) {
       finish(state, message.id, message.at, o.now());
@@ -105,8 +105,10 @@ export function startWebhookWorker(options: WebhookWorkerOptions): WebhookWorker
     // Waiting long for a retry: the trail since the cursor (perhaps a long backlog) is read only to count it, now and then.
     if (state.retry && state.retry.nextAt - now() > RECOUNT_MS && now() - (lastRead.get(endpoint.id) ?? 0) < RECOUNT_MS) return;
     lastRead.set(endpoint.id, now());
-    const messages = messagesOf(await readTrailSince(options.store, readFrom(state))).slice(0, batch + state.cursor.done.length);
-    await deliverDue(hooks!, endpoint, messages, state, { now, send, log, stats, renew, stopped: () => stopped });
+    const messages = messagesOf(await readTrailSince(options.store, readFrom(state)));
+    // The batch is cut from what is left to do: a window crowded with events already done (or from before the
+    // endpoint was made) must not fill it and keep the cursor where it is.
+    await deliverDue(hooks!, endpoint, unfinished(messages, endpoint, state).slice(0, batch), state, { now, send, log, stats, renew, stopped: () => stopped });
     stats.backlog.set(endpoint.id, unfinished(messages, endpoint, state).filter((m) => wants(endpoint, m.type)).length);
     lastError.delete(endpoint.id);
   };
