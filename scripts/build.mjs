@@ -39,6 +39,9 @@ const LAZY = {
   "lib/cli/completion-script.ts": "completion",
   "lib/cli/scan-command.ts": "scan",
   "lib/store/drivers/redis.ts": "redis",
+  "lib/http/webhooks/worker.ts": "webhooks",
+  "lib/http/webhooks/send.ts": "webhook-send",
+  "lib/client/remote-webhooks.ts": "remote-webhooks",
   "consola/basic": "consola-basic",
 };
 
@@ -68,6 +71,7 @@ const INLINE = new Set([
   "lib/cli/commands/serve.ts",
   "lib/cli/commands/completion.ts",
   "lib/cli/commands/doctor.ts",
+  "lib/cli/commands/webhook.ts",
   "lib/cli/help.ts",
   "lib/cli/suggest.ts",
   "lib/cli/format.ts",

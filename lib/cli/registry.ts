@@ -12,6 +12,7 @@ const COMMANDS: Record<string, () => Promise<CommandDef<never>>> = {
   "apikey [...paths]": async () => (await import("./commands/apikey.ts")).command,
   serve: async () => (await import("./commands/serve.ts")).command,
   doctor: async () => (await import("./commands/doctor.ts")).command,
+  webhook: async () => (await import("./commands/webhook.ts")).command,
   "completion <shell>": async () => (await import("./commands/completion.ts")).command,
 };
 

@@ -39,6 +39,14 @@ export function createRemoteBackend(options: RemoteBackendOptions | { client: Cl
  * @example openRemoteBackend("http://127.0.0.1:3001", process.env)
  */
 export function openRemoteBackend(url: string, env: Record<string, string | undefined>): RemoteBackend {
+  return createRemoteBackend({ client: openRemoteClient(url, env) });
+}
+
+/**
+ * A client of the service at `url` (its base URL, checked) with the key in `SERVICE_API_KEY`: remote mode's.
+ * @example openRemoteClient("http://127.0.0.1:3001", process.env)
+ */
+export function openRemoteClient(url: string, env: Record<string, string | undefined>, flag = "--url"): Client {
   let parsed: URL | undefined;
   try {
     parsed = new URL(url);
@@ -46,15 +54,15 @@ export function openRemoteBackend(url: string, env: Record<string, string | unde
   // Quoted with any credentials hidden (everything up to the last @), as for Redis URLs.
   const shown = untrustedText(url.replace(/\/\/.*@/s, "//***@"), 200);
   if (!parsed || (parsed.protocol !== "http:" && parsed.protocol !== "https:")) {
-    throw new ServiceError("USAGE", `Invalid --url '${shown}': give the service's base URL, for example http://127.0.0.1:3001`);
+    throw new ServiceError("USAGE", `Invalid ${flag} '${shown}': give the service's base URL, for example http://127.0.0.1:3001`);
   }
   if (parsed.username || parsed.password) {
     // fetch refuses such URLs, and every message would then repeat the password.
-    throw new ServiceError("USAGE", `Invalid --url '${shown}': no user or password in the URL; the key goes in SERVICE_API_KEY`);
+    throw new ServiceError("USAGE", `Invalid ${flag} '${shown}': no user or password in the URL; the key goes in SERVICE_API_KEY`);
   }
   const apiKey = env.SERVICE_API_KEY?.trim();
   if (!apiKey) {
     throw new ServiceError("USAGE", "Remote mode needs an API key: set SERVICE_API_KEY to a key with the ADMIN role");
   }
-  return createRemoteBackend({ baseUrl: url, apiKey });
+  return createClient({ baseUrl: url, apiKey });
 }

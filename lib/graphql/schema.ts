@@ -16,6 +16,7 @@ import { API_KEY_MUTATIONS } from "./mutation-fields.ts";
 import { INFO_FIELDS, INFO_SDL } from "./info.ts";
 import { API_KEY_USAGE_FIELDS, USAGE_SDL } from "./usage.ts";
 import { cursorOf } from "../core/paging.ts";
+import { WEBHOOK_MUTATIONS, WEBHOOK_QUERY, WEBHOOK_QUERY_SDL, WEBHOOK_SDL } from "./webhooks.ts";
 
 export type { GraphQLContext } from "./field-rule.ts";
 export { DOCUMENT_LIMITS, parseDocument, validateDocument } from "./documents.ts";
@@ -40,7 +41,7 @@ type Query {
   "The audit trail, oldest first: the changes since since and before before (each a duration back from now like 30m, 12h or 7d, or an ISO 8601 time; absent: every event kept), at most limit of the latest (1 to 10000, default 1000). To page back, ask again with before set to the at of the oldest event received (events of that same millisecond may straddle two pages: to be sure of them all, ask with before one millisecond later and skip those already received). Aliases with the same arguments share one read; those with different arguments may ask for 10000 events in one request in all."
   auditLog(since: String, limit: Int, before: String): [AuditEvent!]
   "The audit trail in the order it was written, a page at a time from the newest back: at most limit events (1 to 10000, default 1000) before cursor (the cursor of the page received last; absent: the trail's end), oldest first, with the cursor of the page before. Unlike auditLog's before, this finds every event once even where events' times step back (a clock step, writers on hosts a little apart). since and before filter by time as in auditLog. Shares auditLog's 10000 events per request."
-  auditTrail(since: String, before: String, limit: Int, cursor: String): AuditTrailPage
+  auditTrail(since: String, before: String, limit: Int, cursor: String): AuditTrailPage${WEBHOOK_QUERY_SDL}
 }
 
 type ApiKeyMutations {
@@ -57,13 +58,16 @@ type ApiKeyMutations {
 
 type Mutation {
   apiKey: ApiKeyMutations!
+  webhook: WebhookMutations!
 }
-${USAGE_SDL}`;
+${USAGE_SDL}${WEBHOOK_SDL}`;
 
 /** The permission each field needs, `"Query.apiKeys": "API_KEY:READ_ANY"`: for docs and tests. */
 export const FIELD_PERMISSIONS: Readonly<Record<string, string>> = Object.fromEntries([
   ...Object.entries(QUERY).map(([field, rule]) => [`Query.${field}`, rule.needs]),
   ...Object.entries(API_KEY_MUTATIONS).map(([field, rule]) => [`Mutation.apiKey.${field}`, rule.needs]),
+  ...Object.entries(WEBHOOK_QUERY).map(([field, rule]) => [`Query.${field}`, rule.needs]),
+  ...Object.entries(WEBHOOK_MUTATIONS).map(([field, rule]) => [`Mutation.webhook.${field}`, rule.needs]),
 ]);
 
 const MAX_ID_LENGTH = 200;
@@ -97,7 +101,10 @@ export function createSchema(): GraphQLSchema {
   const schema = buildSchema(SDL);
   attach(schema.getQueryType()!, QUERY);
   attach(schema.getType("ApiKeyMutations") as GraphQLObjectType, API_KEY_MUTATIONS);
+  attach(schema.getQueryType()!, WEBHOOK_QUERY);
+  attach(schema.getType("WebhookMutations") as GraphQLObjectType, WEBHOOK_MUTATIONS);
   schema.getMutationType()!.getFields().apiKey.resolve = () => ({});
+  schema.getMutationType()!.getFields().webhook.resolve = () => ({});
   const apiKey = (schema.getType("ApiKey") as GraphQLObjectType).getFields();
   apiKey.labels.resolve = (key: { labels?: Record<string, string> }) => Object.entries(key.labels ?? {}).map(([name, value]) => ({ key: name, value }));
   apiKey.rateLimits.resolve = (key: { rateLimits?: unknown[] }) => key.rateLimits ?? [];

@@ -15,6 +15,7 @@ import * as client from "prom-client";
 import type { KeyStore } from "../store/key-store.ts";
 import { collectProcessMetrics } from "./_process-metrics.ts";
 import type { AuthFailure, MetricsEndpoint, RequestEvent, ServiceObserver } from "./types.ts";
+import { DELIVERY_RESULTS, type WebhookStats } from "./webhooks/stats.ts";
 
 export interface ServiceMetrics extends ServiceObserver, MetricsEndpoint {}
 
@@ -31,6 +32,8 @@ export interface MetricsOptions {
    * garbage collection to JavaScript, which costs the service about 7% of its p99 under load.
    */
   gcMetrics?: boolean;
+  /** The webhook worker's counts (`http/webhooks/stats.ts`). */
+  webhooks?: WebhookStats;
 }
 
 export const DEFAULT_METRICS_ALLOW: readonly string[] = ["127.0.0.1", "::1"];
@@ -170,6 +173,7 @@ export function createMetrics(options: MetricsOptions): ServiceMetrics {
     registers: [registry],
   });
   const tally = createTally(BUCKETS);
+  if (options.webhooks) webhookMetrics(registry, options.webhooks);
 
   return {
     allow: options.allow ?? DEFAULT_METRICS_ALLOW,
@@ -180,6 +184,28 @@ export function createMetrics(options: MetricsOptions): ServiceMetrics {
     authThrottled: () => throttled.inc(),
     render: async () => ({ contentType: registry.contentType, body: await registry.metrics() }),
   };
+}
+
+/** The webhook deliveries by result and the messages waiting, read from the worker's counts at scrape time. */
+function webhookMetrics(registry: client.Registry, stats: WebhookStats): void {
+  new client.Gauge({
+    name: "service_api_webhook_backlog",
+    help: "Webhook messages waiting for delivery, summed over the endpoints this server delivers (as of its last pass).",
+    registers: [registry],
+    collect() {
+      this.set([...stats.backlog.values()].reduce((a, b) => a + b, 0));
+    },
+  });
+  new client.Counter({
+    name: "service_api_webhook_deliveries_total",
+    help: "Webhook delivery attempts by this server, by result: delivered (2xx), failed (to be retried), gave_up (retries spent).",
+    labelNames: ["result"] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const result of DELIVERY_RESULTS) this.inc({ result }, stats.attempts[result]);
+    },
+  });
 }
 
 /** Several observers as one (the access log and the metrics). */

@@ -92,6 +92,7 @@ import { updateKey } from "./_update.ts";
 import { getKey, getKeyByName, keyPages, listKeys } from "./_read.ts";
 import { migrateStore } from "./_migrate.ts";
 import { confirmingChanges } from "./_confirm-change.ts";
+import { createWebhookStore } from "./webhooks/endpoints.ts";
 
 export { type AtomicIndex, createLocalAtomicIndex } from "./atomic.ts";
 import { createLocalAtomicIndex } from "./atomic.ts";
@@ -238,6 +239,7 @@ function buildStore({ ctx, memory, retired, auditLog }: ReturnType<typeof openCo
     audit: (query) => guard("read the audit trail", () => auditLog.read(query)),
     auditPage: (query) => guard("read the audit trail", () => pageOf(auditLog, query)),
     exportRecords: () => guard("export keys", transfer.exportRecords),
+    webhooks: createWebhookStore(storage, atomic, ctx.now),
     importRecords: (keys, options) => guard("import keys", () => transfer.importRecords(keys, options)),
     recover: () => guard("roll back an interrupted import", transfer.recover),
     close: async () => {

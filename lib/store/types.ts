@@ -11,6 +11,7 @@ import type { ExportedKey } from "./transfer.ts";
 import type { AtomicIndex } from "./atomic.ts";
 import type { KeyOrder } from "./_key-order.ts";
 import type { AuditLog, AuditPage, AuditPageQuery, AuditQuery } from "./audit.ts";
+import type { WebhookStore } from "./webhooks/endpoints.ts";
 
 export interface KeyStoreOptions {
   /** Counts requests against keys' rate limits; defaults to one in this process (`createMemoryRateLimiter`). */
@@ -279,6 +280,8 @@ export interface KeyStore {
    */
   recover?(): Promise<void>;
   close(): Promise<void>;
+  /** The webhook endpoints kept beside the keys (docs/webhooks.md); absent on a remote backend. */
+  webhooks?: WebhookStore;
 }
 
 /** What the command needs of a store: the local store and the remote (GraphQL) one both provide it. */

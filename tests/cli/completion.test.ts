@@ -53,7 +53,7 @@ describe("completion", () => {
   it("lists the same commands as --help, and every apikey flag in every script", async () => {
     const help = (await runCli(["--help"])).stdout;
     const commands = [...help.split("Commands:")[1].split("\n\n")[0].matchAll(/^ {2}(\S+)/gm)].map((m) => m[1]);
-    expect(commands).toEqual(["apikey", "serve", "doctor", "completion"]);
+    expect(commands).toEqual(["apikey", "serve", "doctor", "webhook", "completion"]);
     const flags = [...(await runCli(["apikey", "--help"])).stdout.matchAll(/--([a-z][a-z-]*)/g)].map((m) => m[1]);
     const { readFileSync } = await import("node:fs");
     for (const shell of ["bash", "zsh", "fish"]) {

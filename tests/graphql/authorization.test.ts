@@ -128,7 +128,10 @@ describe("GraphQL authorization", () => {
     expect(FIELD_PERMISSIONS["Mutation.apiKey.rotate"]).toBe("API_KEY:UPDATE_ANY");
     expect(FIELD_PERMISSIONS["Query.verifyApiKey"]).toBe("API_KEY:READ_ANY");
     expect(FIELD_PERMISSIONS["Query.auditTrail"]).toBe("API_KEY:READ_ANY");
-    expect(Object.keys(FIELD_PERMISSIONS)).toHaveLength(21); // with auditLog, auditTrail, deleteExpired, rotate, verifyApiKey and apiKeyPresets
+    expect(FIELD_PERMISSIONS["Mutation.webhook.add"]).toBe("API_KEY:CREATE_ANY");
+    expect(FIELD_PERMISSIONS["Query.webhooks"]).toBe("API_KEY:READ_ANY");
+    // with auditLog, auditTrail, deleteExpired, rotate, verifyApiKey, apiKeyPresets, and the 6 of webhooks
+    expect(Object.keys(FIELD_PERMISSIONS)).toHaveLength(27);
   });
 });
 

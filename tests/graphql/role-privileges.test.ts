@@ -208,6 +208,8 @@ describe("GUEST", () => {
     auditLog: "{ auditLog { id action } }",
     auditTrail: "{ auditTrail { cursor } }",
     verifyApiKey: "{ verifyApiKey(key: \"sapi_none\") { valid } }",
+    webhooks: "{ webhooks { id url } }",
+    webhookDeliveries: "{ webhookDeliveries(id: \"wh_00000000000000000000000000000000\") { id } }",
   };
 
   it("covers every Query field (a new field fails this test until its GUEST rule is checked)", async () => {
@@ -229,6 +231,7 @@ describe("GUEST", () => {
 
   it("cannot mint, delete or re-role keys", async () => {
     const before = await storedNames();
+    expectForbidden(await as(keys.guest, "mutation { webhook { add(input: { url: \"https://hooks.example.com/\" }) { secret } } }"), ["webhook", "add"]);
     expectForbidden(await mint(keys.guest, { name: "guest child", roles: ["GUEST"] }), ["apiKey", "create"]);
     expectForbidden(
       await as(keys.guest, "mutation ($input: DeleteApiKeyInput!) { apiKey { delete(input: $input) } }", { input: { ids: [keys.guest.id] } }),

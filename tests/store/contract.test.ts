@@ -365,6 +365,41 @@ describe.each(Object.keys(backends))("key store contract on %s", (kind) => {
     if (scansBefore !== undefined) expect(await backend.serverScans!()).toBeGreaterThan(scansBefore);
   });
 
+  it("webhook endpoints: the secret only from add, sealed at rest; listed, changed and removed through any instance without listing the store", async () => {
+    const other = await backend.open();
+    const scansBefore = await backend.serverScans?.();
+    backend.listings = 0;
+    const { endpoint, secret } = await store.webhooks!.add({ url: "https://hooks.example.com/in", events: ["key.created"] });
+    await store.webhooks!.add({ url: "http://127.0.0.1:9/second" });
+    expect((await other.webhooks!.list()).map((e) => e.url)).toEqual(["https://hooks.example.com/in", "http://127.0.0.1:9/second"]);
+    expect(await other.webhooks!.signingSecrets(endpoint.id)).toEqual([secret]);
+    expect(await other.webhooks!.update(endpoint.id, { events: [], disabled: true })).toMatchObject({ events: [], disabled: true });
+    expect(await other.webhooks!.remove(endpoint.id)).toMatchObject({ id: endpoint.id });
+    expect((await store.webhooks!.list()).map((e) => e.url)).toEqual(["http://127.0.0.1:9/second"]);
+    expect(backend.listings).toBe(0);
+    if (scansBefore !== undefined) expect(await backend.serverScans!()).toBe(scansBefore);
+    const { secret: kept } = await store.webhooks!.add({ url: "https://hooks.example.com/third" });
+    const values = (await backend.rawValues()).join("\n");
+    expect(values).toContain("https://hooks.example.com/third");
+    expect(values).not.toContain(kept.slice("whsec_".length, -4));
+    await other.close();
+  });
+
+  it("a webhook lease is held by one instance at a time, renewed by its holder, and taken over once it lapses", async () => {
+    const others = await Promise.all(Array.from({ length: 6 }, () => backend.open()));
+    const held = await Promise.all(others.map((s, i) => s.webhooks!.lease.hold("webhook:wh_x", `owner${i}`, 60_000)));
+    expect(held.filter(Boolean)).toHaveLength(1);
+    const winner = held.indexOf(true);
+    expect(await others[winner].webhooks!.lease.hold("webhook:wh_x", `owner${winner}`, 60_000)).toBe(true);
+    const loser = (winner + 1) % others.length;
+    expect(await others[loser].webhooks!.lease.hold("webhook:wh_x", `owner${loser}`, 60_000)).toBe(false);
+    await others[winner].webhooks!.lease.release("webhook:wh_x", `owner${winner}`);
+    expect(await others[loser].webhooks!.lease.hold("webhook:wh_x", `owner${loser}`, 1)).toBe(true);
+    await new Promise((r) => setTimeout(r, 20));
+    expect(await others[winner].webhooks!.lease.hold("webhook:wh_x", `owner${winner}`, 60_000)).toBe(true);
+    await Promise.all(others.map((s) => s.close()));
+  });
+
   // The store enforces the CLI's and GraphQL's rules, whoever calls it.
   const refused = async (promise: Promise<unknown>, message: string) => {
     const error = await promise.then(() => null, (e: unknown) => e);

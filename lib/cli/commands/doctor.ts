@@ -18,6 +18,7 @@ import type { StoreTopology } from "../../store/types.ts";
 import type { CommandDef, CommandIO } from "../command.ts";
 import type { Output } from "../format-results.ts";
 import { jsonLine } from "../json-text.ts";
+import { webhooksCheck } from "../webhook-doctor.ts";
 
 export interface DoctorFlags {
   store?: string;
@@ -25,7 +26,7 @@ export interface DoctorFlags {
 }
 
 export interface Check {
-  name: "store" | "owner" | "redis" | "replicas" | "persistence" | "keys" | "audit" | "runtime" | "version";
+  name: "store" | "owner" | "redis" | "replicas" | "persistence" | "keys" | "audit" | "webhooks" | "runtime" | "version";
   ok: boolean;
   detail: string;
   /** Works, but an operator should act (persistence that loses deletes on a restart): "warn", exit 0. */
@@ -111,6 +112,8 @@ async function storeChecks(spec: StoreSpec, io: CommandIO): Promise<{ checks: Ch
     if (topology) checks.push(...topologyChecks(describeStore(spec), topology));
     const keys = await Promise.race([store.list(), late]);
     checks.push({ name: "keys", ok: true, detail: `${keys.length} key${keys.length === 1 ? "" : "s"}` });
+    const hooks = await Promise.race([webhooksCheck(store), late]);
+    if (hooks) checks.push(hooks);
   } catch (error) {
     const failed = spec.kind === "redis" && !store ? "redis" : "keys";
     checks.push({ name: failed, ok: false, detail: messageOf(error) });

@@ -10,6 +10,7 @@ import type { CommandDef } from "../command.ts";
 import { bindThenSettleAsOwner, describeStore, openKeyStore, parseStoreSpec, resolveRetiredRetention, storeSource } from "../../store/config.ts";
 import { redactSecrets } from "../../core/secret.ts";
 import { withStoreHint } from "../store-hint.ts";
+import { createWebhookStats } from "../../http/webhooks/stats.ts";
 
 export interface ServeFlags {
   host?: string;
@@ -148,7 +149,8 @@ export async function runServe(
     info(`Redis: ${topology.mode === "sentinel" ? "Sentinel, master" : "one Redis,"} ${topology.master}, ${topology.replicas ?? "unknown"} replicas`);
     for (const warning of topology.warnings) log.line("warn", warning);
   }
-  const metrics = createMetrics({ store, allow, gcMetrics });
+  const webhookStats = createWebhookStats();
+  const metrics = createMetrics({ store, allow, gcMetrics, webhooks: webhookStats });
   let server;
   try {
     // Root on another user's store acts as that user (see the store's trust rules); a server binds its port
@@ -183,7 +185,10 @@ export async function runServe(
   if (port === 0) log.announce(listening);
   else info(listening);
   log.flush(); // at once: scripts and tests wait for this line
-  await stopOnSignal(server, store, info);
+  // Events out: this server delivers webhooks, sharing the work with any other server on the store.
+  const { startWebhookWorker } = await import("../../http/webhooks/worker.ts");
+  const webhooks = startWebhookWorker({ store, stats: webhookStats, log: (level, line) => log.line(level, redactSecrets(line)) });
+  await stopOnSignal({ close: async () => (await Promise.all([server.close(), webhooks.stop()]), undefined) }, store, info);
   log.flush();
   return { exitCode: 0 };
 }
