@@ -62,7 +62,7 @@ describe("several servers on one Redis", () => {
   });
 
   it("share the deliveries: each event reaches a healthy receiver exactly once", async () => {
-    const { receiver, serve, create } = await endpointOn(`${redis.url}/0?prefix=webhooks`);
+    const { receiver, serve, create } = await endpointOn(`${redis.url}?prefix=webhooks`);
     await Promise.all([serve(), serve()]);
     const names = ["one", "two", "three", "four", "five"];
     for (const name of names) await create(name);
