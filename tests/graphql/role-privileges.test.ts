@@ -143,6 +143,16 @@ describe("a key that may update only itself", () => {
     const ok = await as(keys.updater, update, { input: { id: keys.updater.id, description: "rotated weekly" } });
     expect(ok.body.errors).toBeUndefined();
   });
+
+  it("rotating itself with a grace period leaves the ADMIN key its overwrite replaced working (a delete is not its to make)", async () => {
+    const admin = await create("pair", "--roles", "ADMIN");
+    const self = await create("pair", "--permissions", "API_KEY:UPDATE_OWN,ME:READ_ANY", "--overwrite", "--grace", "1h");
+    const rotated = await as(self, `mutation { apiKey { rotate(id: ${JSON.stringify(self.id)}, graceSeconds: 60) { id } } }`);
+    expect(rotated.body.errors).toBeUndefined();
+    const still = await as(admin, "{ me { name } }");
+    expect(still.status).toBe(200);
+    expect(still.body.data.me.name).toBe("pair");
+  });
 });
 
 describe("a key with credits and rate limits", () => {
