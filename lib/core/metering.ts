@@ -8,7 +8,11 @@
  *   a day's of the same amount);
  * - rate limits: each of the caller's limits must be matched by one of the key's allowing no more requests
  *   over a window no shorter (`10/1s` is matched by `5/1s` or `10/1m`, not by `20/1s` nor `10/500ms`), so
- *   none of them may be removed.
+ *   none of them may be removed; a key setting its own limits keeps each window (`10/1s` by `5/1s`, not by
+ *   `10/1m`), as its counts are kept per window length and a new window would begin with none spent.
+ *
+ * Credits a key sets itself have no such gap: their count is the number set (no more than it has left)
+ * and a refill happens at the start of a UTC day or month whenever they were set.
  *
  * A key with neither (unmetered) may give anything its permissions let it.
  */
@@ -36,13 +40,25 @@ export function creditEscalation(caller: Credits | null | undefined, given: Cred
   return needs;
 }
 
-/** What `given` (none: null, absent or []) needs so as not to be looser than `caller`'s rate limits, or []. */
-export function rateLimitEscalation(caller: readonly RateLimit[] | null | undefined, given: readonly RateLimit[] | null | undefined): string[] {
-  const unmatched = (caller ?? []).filter((own) => !(given ?? []).some((l) => l.limit <= own.limit && l.durationMs >= own.durationMs));
-  return unmatched.map((own) => `a rate limit at least as strict as this key's ${formatRateLimits([own])} (at most ${own.limit} requests per ${formatWindow(own.durationMs)} or longer)`);
+/**
+ * What `given` (none: null, absent or []) needs so as not to be looser than `caller`'s rate limits, or [].
+ * `own`: the caller sets its own limits, whose counts are kept per window length, so each of its limits
+ * must be matched over the very same window (a longer one would start an empty count, a fresh allowance).
+ */
+export function rateLimitEscalation(caller: readonly RateLimit[] | null | undefined, given: readonly RateLimit[] | null | undefined, own = false): string[] {
+  const window = (l: RateLimit, mine: RateLimit) => own ? l.durationMs === mine.durationMs : l.durationMs >= mine.durationMs;
+  const unmatched = (caller ?? []).filter((mine) => !(given ?? []).some((l) => l.limit <= mine.limit && window(l, mine)));
+  return unmatched.map((mine) =>
+    own
+      ? `a rate limit as strict as its own ${formatRateLimits([mine])} over the same window (at most ${mine.limit} requests per ${formatWindow(mine.durationMs)}): a key's counts are kept per window, so over another one its count would start afresh`
+      : `a rate limit at least as strict as this key's ${formatRateLimits([mine])} (at most ${mine.limit} requests per ${formatWindow(mine.durationMs)} or longer)`
+  );
 }
 
-/** What `given` needs so as not to exceed `caller`'s controls (each a phrase: "it needs …"), or []. */
-export function meteringEscalation(caller: Metering, given: Metering): string[] {
-  return [...creditEscalation(caller.credits, given.credits), ...rateLimitEscalation(caller.rateLimits, given.rateLimits)];
+/**
+ * What `given` needs so as not to exceed `caller`'s controls (each a phrase: "it needs …"), or [];
+ * `own` when the caller sets its own (see `rateLimitEscalation`).
+ */
+export function meteringEscalation(caller: Metering, given: Metering, own = false): string[] {
+  return [...creditEscalation(caller.credits, given.credits), ...rateLimitEscalation(caller.rateLimits, given.rateLimits, own)];
 }

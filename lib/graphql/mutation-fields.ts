@@ -62,7 +62,7 @@ export const API_KEY_MUTATIONS: Readonly<Record<string, Rule>> = {
       noEscalation(key, current);
       noEscalation(key, { roles: patch.roles ?? current.roles, permissions: patch.permissions ?? current.permissions });
       if (input.expiresAt !== undefined) noOutliving(key, input.expiresAt);
-      await noUnmetering(key, store, Object.fromEntries(Object.entries(patch).filter(([field]) => field === "credits" || field === "rateLimits")));
+      await noUnmetering(key, store, Object.fromEntries(Object.entries(patch).filter(([field]) => field === "credits" || field === "rateLimits")), input.id);
       return store.update(input.id, patch, { actor: actorOf(key) });
     },
   },

@@ -26,8 +26,9 @@ export function noEscalation(actor: Grants, target: Grants): void {
  * Refuses to give a key more use than a metered caller has itself (`core/metering.ts`): `given` holds the
  * controls a create gives (both, absent or null meaning none) or those an update sets (only the ones it
  * names). The caller's credits are what it has left now, as counted (this request's credit taken).
+ * `targetId`: the key changed, when it exists; the caller itself keeps each window of its rate limits.
  */
-export async function noUnmetering(key: ApiKeyInfo & Partial<Pick<VerifiedKey, "creditState">>, store: KeyStore, given: Metering): Promise<void> {
+export async function noUnmetering(key: ApiKeyInfo & Partial<Pick<VerifiedKey, "creditState">>, store: KeyStore, given: Metering, targetId?: string): Promise<void> {
   if (!key.credits && !key.rateLimits?.length) return; // unmetered: its permissions alone decide
   const state = key.creditState;
   const left = state && store.creditCounter ? await store.creditCounter.peek(key.id, state, Date.now()) : key.credits?.remaining;
@@ -35,7 +36,7 @@ export async function noUnmetering(key: ApiKeyInfo & Partial<Pick<VerifiedKey, "
     credits: "credits" in given && key.credits ? { ...key.credits, remaining: left ?? 0 } : null,
     rateLimits: "rateLimits" in given ? key.rateLimits : null,
   };
-  const needs = meteringEscalation(own, given);
+  const needs = meteringEscalation(own, given, targetId === key.id);
   if (needs.length) {
     throw forbidden(`Forbidden: this API key has credits or rate limits, and cannot give a key (itself included) more use than it has; the key needs ${needs.join("; ")}`);
   }

@@ -5,6 +5,7 @@
 import { can } from "../core/policy.ts";
 import type { MaybePromise } from "../core/maybe-promise.ts";
 import type { KeyStore, StoreTopology } from "../store/key-store.ts";
+import type { VerifiedKey } from "../store/types.ts";
 import type { KeyGate } from "./authenticate.ts";
 import { credential } from "./request.ts";
 import { errorResponse, JSON_TYPE } from "./responses.ts";
@@ -93,8 +94,9 @@ export function addressMatcher(allow: readonly string[]): (address: string | und
 
 /**
  * `/metrics`: the exposition for allowed addresses, else for a key holding INFO:READ_ANY, admitted by the
- * gate every route that takes a key goes through (its credits and rate limits spent like on /graphql):
- * from another address 403 without a key or with a key lacking it, 401 with a key that is not valid.
+ * gate every route that takes a key goes through (its credits and rate limits spent like on /graphql, but
+ * not by a 403): from another address 403 without a key or with a key lacking it, 401 with a key that is
+ * not valid.
  */
 export function metricsRoute(endpoint: MetricsEndpoint, gate: Pick<KeyGate, "admit">) {
   const allowed = addressMatcher(endpoint.allow);
@@ -110,7 +112,9 @@ export function metricsRoute(endpoint: MetricsEndpoint, gate: Pick<KeyGate, "adm
     if ("problem" in found) {
       return errorResponse(403, "FORBIDDEN", "/metrics is readable without a key only from the addresses in --metrics-allow; elsewhere send a key with INFO:READ_ANY");
     }
-    return gate.admit(request, found.secret, (key) =>
-      can(key, "INFO", "READ_ANY") ? exposition(request) : errorResponse(403, "FORBIDDEN", "Reading /metrics needs a key with INFO:READ_ANY"));
+    // A key lacking INFO:READ_ANY is refused before its use is counted: a 403 spends no credit nor rate limit.
+    const lacks = (key: VerifiedKey) =>
+      can(key, "INFO", "READ_ANY") ? undefined : errorResponse(403, "FORBIDDEN", "Reading /metrics needs a key with INFO:READ_ANY");
+    return gate.admit(request, found.secret, () => exposition(request), undefined, lacks);
   };
 }

@@ -78,13 +78,16 @@ function readBody(text: string): VerifyRequest | string {
   }
 }
 
-/** Our verification as Unkey's `data`; `key`: the key as verified (its limits' windows), when it was. */
+/** Our verification as Unkey's `data`; `key`: the key as verified (its limits' windows, its secret's end), when it was. */
 function unkeyData(v: KeyVerification, key: VerifiedKey | null, checked: boolean) {
   const data: Record<string, unknown> = { valid: v.valid, code: v.code };
   if (v.id === null) return data;
   data.keyId = v.id;
   data.name = v.name;
-  if (v.expiresAt) data.expires = Date.parse(v.expiresAt);
+  // When this secret stops: the key's expiry, or sooner the end of a rotation's old secret or of an
+  // overwrite's grace period (the verified key's graceUntil), whichever comes first.
+  const ends = [v.expiresAt, key?.graceUntil].filter((end): end is string => Boolean(end)).map(Date.parse);
+  if (ends.length) data.expires = Math.min(...ends);
   if (v.credits !== null) data.credits = v.credits;
   data.enabled = v.code !== "DISABLED";
   data.roles = v.roles ?? [];

@@ -7,21 +7,21 @@
  * `retiring` secret, with the time it stops, and its secrets entry keeps pointing at the key. It is one key
  * either way: a disable, a role cut, an expiry, its credits, rate limits, usage and last use, and a delete
  * apply to both secrets at once. A key has at most one retiring secret: a rotation ends the one an earlier
- * rotation left (with or without a new grace period), and a name at most one key in an overwrite's grace period
- * besides its live key, so a rotation with grace ends that one too.
+ * rotation left (with or without a new grace period). A key of the same name in an overwrite's grace period
+ * is another key, and a rotation leaves it alone: ending it would be a delete, which rotating (an update's
+ * permission) does not grant.
  *
  * Steps, under the key's lock (so never between an update's, a delete's or an overwrite's clean-up steps,
  * nor between an overwrite's grace marking and its swap of the name, which it makes in one hold of the lock):
  *   1. the new secret's entry, pointing at the key (durable before anything refers to it);
  *   2. the event (write-ahead, like every change);
- *   3. with a grace period, the key the name's grace entry holds from an overwrite, if any, removed;
- *   4. the commit point: the record rewritten with the new hash (and the old one as `retiring`, with grace);
- *   5. the secrets that stop: the earlier retiring one, and without a grace period the old one (their
+ *   3. the commit point: the record rewritten with the new hash (and the old one as `retiring`, with grace);
+ *   4. the secrets that stop: the earlier retiring one, and without a grace period the old one (their
  *      entries removed, each retired, so that one coming back is reported as a sign of a leak).
- * The revision is bumped before step 4 and after it, as for every revocation, so no server trusts a
- * remembered verification of the old secret once `rotate` has returned. A step 4 that fails is undone (the
- * new secret's entry removed). A process that dies before step 4 leaves the key as it was, plus its event;
- * after it, the secrets of step 5 no longer match the record (verify refuses them), only their entries stay.
+ * The revision is bumped before step 3 and after it, as for every revocation, so no server trusts a
+ * remembered verification of the old secret once `rotate` has returned. A step 3 that fails is undone (the
+ * new secret's entry removed). A process that dies before step 3 leaves the key as it was, plus its event;
+ * after it, the secrets of step 4 no longer match the record (verify refuses them), only their entries stay.
  */
 import type { CreatedKey, StoredKey } from "../core/model.ts";
 import { ServiceError } from "../core/errors.ts";
@@ -30,13 +30,11 @@ import { MAX_GRACE_MS, untilOf } from "../core/lifecycle.ts";
 import { generateSecret, sha256Hex } from "../core/secret.ts";
 import { publicView } from "./_entries.ts";
 import { iso, type StoreContext } from "./_context.ts";
-import type { ChangeOptions, RotateOptions } from "./types.ts";
+import type { RotateOptions } from "./types.ts";
 
-type RemoveById = (id: string, action: "delete", change: ChangeOptions) => Promise<unknown>;
-
-export function createRotate(ctx: StoreContext, removeById: RemoveById) {
+export function createRotate(ctx: StoreContext) {
   const { storage, atomic, entries, audit, bumpRevision, debug, now } = ctx;
-  const { graceKey, readRecord, readId, live, inGrace } = entries;
+  const { readRecord, live, inGrace } = entries;
 
   /** The live key `id`, or NOT_FOUND saying why not (absent, or replaced and in its grace period). */
   const liveKey = async (id: string): Promise<StoredKey> => {
@@ -47,12 +45,6 @@ export function createRotate(ctx: StoreContext, removeById: RemoveById) {
       throw new ServiceError("NOT_FOUND", `API key ${id} was replaced and only works until ${found!.graceUntil} (its grace period): it can be deleted, not rotated`);
     }
     throw new ServiceError("NOT_FOUND", `No API key found with id: ${id}`);
-  };
-
-  /** Step 3: the key an overwrite of the name left in its grace period, removed (a name has at most two working secrets). */
-  const endOverwriteGrace = async (key: StoredKey, change: ChangeOptions) => {
-    const earlier = await readId(graceKey(key.name));
-    if (isKeyId(earlier) && earlier !== key.id) await removeById(earlier, "delete", change);
   };
 
   return (id: string, { graceMs, actor }: RotateOptions = {}): Promise<CreatedKey> => {
@@ -77,7 +69,6 @@ export function createRotate(ctx: StoreContext, removeById: RemoveById) {
         throw error;
       }
       try {
-        if (graceMs) await endOverwriteGrace(old, { actor });
         await bumpRevision(); // before too, in case this process dies mid-way
         await storage.setItem(`keys:${id}`, next);
       } catch (error) {

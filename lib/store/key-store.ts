@@ -204,7 +204,7 @@ function buildStore({ ctx, memory, retired, auditLog }: ReturnType<typeof openCo
   const { atomic, storage } = ctx;
   const removals = createRemovals(ctx, retired.prune);
   const create = createCreate(ctx, removals.removeById);
-  const rotate = createRotate(ctx, removals.removeById);
+  const rotate = createRotate(ctx);
   const transfer = createTransfer(ctx, removals.removeById, removals.graced);
   const { verify, verifyNow, refusal, explain } = openVerifier(ctx, retired, options);
   const usage = createUsage(ctx, { verify, explain, ...usageCounters(options) }, options.useRecorder);

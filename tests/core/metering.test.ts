@@ -37,4 +37,14 @@ describe("meteringEscalation", () => {
     expect(meteringEscalation(caller, { rateLimits: [] })).toHaveLength(2);
     expect(meteringEscalation(caller, {})).toHaveLength(2);
   });
+
+  it("holds a key setting its own limits to each window it has, whose count goes on (a longer one would start empty)", () => {
+    const own = { rateLimits: [{ limit: 3, durationMs: H }] };
+    expect(meteringEscalation(own, { rateLimits: [{ limit: 2, durationMs: H }, { limit: 1, durationMs: S }] }, true)).toEqual([]);
+    const longer = meteringEscalation(own, { rateLimits: [{ limit: 3, durationMs: H + S }] }, true);
+    expect(longer).toEqual([expect.stringMatching(/^a rate limit as strict as its own 3\/1h over the same window .* its count would start afresh$/)]);
+    // The same limits given to another key are no more use than the caller's.
+    expect(meteringEscalation(own, { rateLimits: [{ limit: 3, durationMs: H + S }] })).toEqual([]);
+    expect(meteringEscalation(own, { rateLimits: [] }, true)).toHaveLength(1);
+  });
 });

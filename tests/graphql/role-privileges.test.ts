@@ -143,6 +143,16 @@ describe("a key that may update only itself", () => {
     const ok = await as(keys.updater, update, { input: { id: keys.updater.id, description: "rotated weekly" } });
     expect(ok.body.errors).toBeUndefined();
   });
+
+  it("rotating itself with a grace period leaves the ADMIN key its overwrite replaced working (a delete is not its to make)", async () => {
+    const admin = await create("pair", "--roles", "ADMIN");
+    const self = await create("pair", "--permissions", "API_KEY:UPDATE_OWN,ME:READ_ANY", "--overwrite", "--grace", "1h");
+    const rotated = await as(self, `mutation { apiKey { rotate(id: ${JSON.stringify(self.id)}, graceSeconds: 60) { id } } }`);
+    expect(rotated.body.errors).toBeUndefined();
+    const still = await as(admin, "{ me { name } }");
+    expect(still.status).toBe(200);
+    expect(still.body.data.me.name).toBe("pair");
+  });
 });
 
 describe("a key with credits and rate limits", () => {
@@ -160,16 +170,31 @@ describe("a key with credits and rate limits", () => {
     const update = (who: Key, input: Record<string, unknown>) => as(who, UPDATE, { input: { id: metered.id, ...input } });
     const lifted = refusal(await update(metered, { credits: { remaining: 1_000_000_000 }, rateLimits: [] }), ["apiKey", "update"]);
     expect(lifted).toMatch(/at most the 9 this key has left/);
-    expect(lifted).toMatch(/as strict as this key's 8\/1h/);
+    expect(lifted).toMatch(/as strict as its own 8\/1h over the same window/);
     refusal(await update(metered, { rateLimits: [{ limit: 8, durationMs: 60_000 }] }), ["apiKey", "update"]); // the same count, a shorter window
     refusal(await update(metered, { credits: { remaining: 5, refill: { amount: 5, interval: "day" } } }), ["apiKey", "update"]); // a refill it has not
     // Rotating itself gives it nothing more: its secret changes, its counts stay.
     const rotated = await as(metered, ROTATE, { id: metered.id });
     expect(rotated.body.errors).toBeUndefined();
     const renewed = { ...metered, key: rotated.body.data.apiKey.rotate.key };
-    const lowered = await update(renewed, { credits: { remaining: 5 }, rateLimits: [{ limit: 4, durationMs: 2 * HOUR }] });
+    // Over a longer window its count would start afresh: refused; over the same window, lower, allowed.
+    refusal(await update(renewed, { rateLimits: [{ limit: 4, durationMs: 2 * HOUR }] }), ["apiKey", "update"]);
+    const lowered = await update(renewed, { credits: { remaining: 3 }, rateLimits: [{ limit: 2, durationMs: 60_000 }, { limit: 4, durationMs: HOUR }] });
     expect(lowered.body.errors).toBeUndefined();
-    expect(lowered.body.data.apiKey.update).toEqual({ credits: { remaining: 5 }, rateLimits: [{ limit: 4, durationMs: 2 * HOUR }] });
+    expect(lowered.body.data.apiKey.update).toEqual({ credits: { remaining: 3 }, rateLimits: [{ limit: 2, durationMs: 60_000 }, { limit: 4, durationMs: HOUR }] });
+  });
+
+  it("that is rate limited cannot start its count afresh by setting its limit over a window 1 s longer", async () => {
+    const limited = await create("limited self", "--permissions", "API_KEY:UPDATE_OWN,ME:READ_ANY", "--rate-limit", "3/1h");
+    const statuses: number[] = [];
+    for (let round = 0; round < 3; round++) {
+      for (let i = 0; i < 2; i++) statuses.push((await as(limited, "{ me { name } }")).status);
+      const reset = await as(limited, UPDATE, { input: { id: limited.id, rateLimits: [{ limit: 3, durationMs: HOUR + (round + 1) * 1000 }] } });
+      statuses.push(reset.status);
+      if (round === 0) expect(refusal(reset, ["apiKey", "update"])).toMatch(/over another one its count would start afresh/);
+    }
+    // 3 requests an hour: the 4th and every later one is refused, whatever the key tried.
+    expect(statuses).toEqual([200, 200, 200, 429, 429, 429, 429, 429, 429]);
   });
 
   it("that may create and update keys gives none more use than it has: created, updated or rotated", async () => {

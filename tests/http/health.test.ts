@@ -191,6 +191,26 @@ describe("/metrics", () => {
     await store.close();
   });
 
+  it("a key lacking INFO:READ_ANY gets 403 on /metrics without spending its credits or rate limit", async () => {
+    const store = createKeyStore();
+    const guest = await store.create({ name: "guest", roles: ["GUEST"], credits: { remaining: 3 }, rateLimits: [{ limit: 3, durationMs: 3_600_000 }] });
+    const metrics = createMetrics({ store, processMetrics: false });
+    const handler = createHandler({ store, observer: metrics, metrics });
+    const remote = { remoteAddr: { hostname: "192.0.2.7" } };
+    const bearer = { authorization: `Bearer ${guest.key}` };
+    const statuses = [];
+    for (let i = 0; i < 4; i++) statuses.push((await handler(new Request("http://x/metrics", { headers: bearer }), remote)).status);
+    expect(statuses).toEqual([403, 403, 403, 403]);
+    const me = await handler(new Request("http://x/graphql", {
+      method: "POST",
+      headers: { ...bearer, "content-type": "application/json" },
+      body: JSON.stringify({ query: "{ me { name } }" }),
+    }), remote);
+    expect(me.status).toBe(200);
+    expect(me.headers.get("ratelimit")).toMatch(/^limit=3, remaining=2, reset=\d+$/);
+    await store.close();
+  });
+
   it("the allow-list matches exact addresses, IPv4-mapped ones and IPv4 CIDR blocks, and refuses typos", async () => {
     const allowed = addressMatcher(["127.0.0.1", "::1", "10.1.0.0/16"]);
     expect(["127.0.0.1", "::ffff:127.0.0.1", "::1", "10.1.200.3"].map(allowed)).toEqual([true, true, true, true]);

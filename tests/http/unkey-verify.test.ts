@@ -81,6 +81,23 @@ describe("Unkey's SDK against /v2/keys.verifyKey", () => {
     }
   });
 
+  it("gives expires for a secret that stops at a known time: a rotation's old one, an overwrite's key in grace, the earliest end", async () => {
+    const data = async (key: string) => (await unkey.keys.verifyKey({ key })).data;
+    const expiresAt = new Date(clock + 3_600_000).toISOString();
+    const rotated = await store.create(input("rotated", { expiresAt }));
+    const renewed = await store.rotate(rotated.id, { graceMs: 60_000 });
+    expect(await data(rotated.key)).toMatchObject({ code: "VALID", expires: Date.parse(renewed.retiringUntil!) });
+    expect(await data(renewed.key)).toMatchObject({ code: "VALID", expires: Date.parse(expiresAt) });
+    const replaced = await store.create(input("replaced"));
+    await store.create(input("replaced"), { overwrite: true, graceMs: 120_000 });
+    const graceUntil = (await store.get(replaced.id))!.graceUntil!;
+    expect(await data(replaced.key)).toMatchObject({ code: "VALID", expires: Date.parse(graceUntil) });
+    // A key that expires before its grace period ends: its expiry.
+    const brief = await store.create(input("brief grace", { expiresAt: new Date(clock + 30_000).toISOString() }));
+    await store.rotate(brief.id, { graceMs: 120_000 });
+    expect((await data(brief.key)).expires).toBe(Date.parse(new Date(clock + 30_000).toISOString()));
+  });
+
   it("refuses a caller without a valid key (401) or without API_KEY:READ_ANY (403), in Unkey's error shape", async () => {
     const { key } = await store.create(input("anyone"));
     const anonymous = new Unkey({ rootKey: generateSecret(), serverURL: server.url, retryConfig: { strategy: "none" } });

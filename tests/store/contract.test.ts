@@ -618,6 +618,18 @@ describe.each(Object.keys(backends))("key store contract on %s", (kind) => {
     for (const secret of [rotated.key, third.key]) expect(raw).not.toContain(sha256Hex(secret)); // no entry left behind
   });
 
+  it("a rotation with grace leaves the name's other key, in an overwrite's grace period, alone: it is not a delete", async () => {
+    const other = await backend.open();
+    const admin = await store.create(input("pair", { roles: ["ADMIN"] }));
+    const own = await store.create(input("pair"), { overwrite: true, graceMs: 60 * 60_000 });
+    const rotated = await other.rotate(own.id, { graceMs: 60_000 });
+    expect(await store.verify(admin.key)).toMatchObject({ id: admin.id, roles: ["ADMIN"] });
+    for (const secret of [own.key, rotated.key]) expect((await other.verify(secret))?.id).toBe(own.id);
+    const trail = (await other.audit()).map((e) => e.action);
+    expect(trail).not.toContain("delete");
+    expect(trail).toContain("rotate");
+  });
+
   it("a key rotated with a grace period has one count of credits and rate limits, one usage and one last use, for both secrets", async () => {
     const capped = await store.create(input("capped", { credits: { remaining: 4 } }));
     const limited = await store.create(input("limited", { rateLimits: [{ limit: 3, durationMs: 3_600_000 }] }));
