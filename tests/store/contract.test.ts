@@ -583,6 +583,19 @@ describe.each(Object.keys(backends))("key store contract on %s", (kind) => {
     for (const secret of [rotated.key, third.key]) expect(raw).not.toContain(sha256Hex(secret)); // no entry left behind
   });
 
+  it("a rotation reports the earlier old secret it ends, decided under the key's lock: of two at once, exactly one", async () => {
+    const other = await backend.open();
+    const key = await store.create(input("twice", { roles: ["ADMIN"] }));
+    const both = await Promise.all([store.rotate(key.id, { graceMs: 60_000 }), other.rotate(key.id, { graceMs: 60_000 })]);
+    const [first, second] = both[0].ended ? [both[1], both[0]] : both;
+    expect(first.ended ?? null).toBeNull(); // the original secret was the key's own, not an earlier old one
+    expect(second.ended).toEqual({ until: first.retiringUntil });
+    expect(await store.verify(key.key)).toBeNull(); // the one it says it ended
+    const third = await other.rotate(key.id);
+    expect(third.ended).toEqual({ until: second.retiringUntil });
+    expect((await store.rotate(key.id)).ended ?? null).toBeNull();
+  });
+
   it("a key rotated with a grace period has one count of credits and rate limits, one usage and one last use, for both secrets", async () => {
     const capped = await store.create(input("capped", { credits: { remaining: 4 } }));
     const limited = await store.create(input("limited", { rateLimits: [{ limit: 3, durationMs: 3_600_000 }] }));
