@@ -537,8 +537,9 @@ describe.each(Object.keys(backends))("key store contract on %s", (kind) => {
     const rotated = await store.rotate(old.id);
     expect(rotated.key).toMatch(/^sapi_/);
     expect(rotated.key).not.toBe(old.key);
-    const { key: _key, ...info } = rotated;
+    const { key: _key, ended, ...info } = rotated;
     expect(info).toEqual(before);
+    expect(ended).toBeNull(); // it had no earlier old secret to end
     expect(await other.get(old.id)).toEqual(before);
     expect(await other.verify(old.key)).toBeNull();
     expect(await store.verify(old.key)).toBeNull();
