@@ -66,6 +66,23 @@ describe("apikey --export / --import", () => {
     expect(JSON.parse((await cli(to, "--list", "--json")).stdout).keys).toEqual([]);
   });
 
+  it("refuses a file that gives a rotated key's old secret the secret of another key: exit 2 naming the line, nothing imported", async () => {
+    const from = join(tmp.dir, "retiring-from"), to = join(tmp.dir, "retiring-to"), file = join(tmp.dir, "retiring.jsonl");
+    const alpha = JSON.parse((await cli(from, "--create", "--name", "alpha", "-r", "VIEWER", "--json")).stdout);
+    await cli(from, "--create", "--name", "beta", "-r", "ADMIN");
+    expect((await cli(from, "--rotate", "--name", "beta", "--grace", "1h")).code).toBe(0);
+    const lines = (await cli(from, "--export")).stdout.trimEnd().split("\n");
+    const at = lines.findIndex((line) => line.includes('"name":"beta"'));
+    const beta = JSON.parse(lines[at]);
+    beta.retiring.hash = createHash("sha256").update(alpha.key).digest("hex");
+    lines[at] = JSON.stringify(beta);
+    writeFileSync(file, `${lines.join("\n")}\n`);
+    const result = await cli(to, "--import", file);
+    expect(result.code, result.stderr).toBe(2);
+    expect(result.stderr).toMatch(new RegExp(`Line ${Math.max(at, lines.findIndex((l) => l.includes(alpha.id))) + 1} of the import: the same secret \\(hash\\) as line`));
+    expect(JSON.parse((await cli(to, "--list", "--json")).stdout).keys).toEqual([]);
+  });
+
   it("refuses a stream without a newline (a device, a pipe) as it reads it, exit 2 naming line 1, as it refuses such a file", async () => {
     /** `--import source`, stdin from `cat /dev/zero` when piped; killed (and failing the test) after 30 s. */
     const endless = (source: string, piped: boolean) =>
