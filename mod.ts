@@ -33,6 +33,7 @@ export type {
   Permission,
   Resource,
   Role,
+  RotatedKey,
   VerificationCode,
 } from "./lib/core/model.ts";
 export { ERROR_CODES, type ErrorCode, isServiceError, ServiceError } from "./lib/core/errors.ts";

@@ -158,6 +158,8 @@ export function chooseMode(given: ApikeyFlags): Mode {
   pair("expired", "name");
   pair("expired", "id");
   pair("disable", "enable");
+  // An empty --id chooses no key: a missing flag (exit 2), not a key that is not there (exit 1).
+  if (flags.id === "") throw new ServiceError("USAGE", `--${mode} --id needs a key id (--id <id>), not an empty one`);
   if (has("reason") && !flags.disable) throw new ServiceError("USAGE", "--reason says why a key is disabled: it needs --disable");
   if (flags.expired && flags.ifExists) {
     throw new ServiceError("USAGE", "--delete --expired already exits 0 when nothing has expired: drop --if-exists");

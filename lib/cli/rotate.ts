@@ -4,7 +4,7 @@
  * or all of it to --output's file), with a summary on stderr. And the notice `--overwrite` gives when the key
  * it made from the flags lacks settings the replaced key had.
  */
-import type { ApiKeyInfo, CreatedKey } from "../core/model.ts";
+import type { ApiKeyInfo, CreatedKey, RotatedKey } from "../core/model.ts";
 import { ServiceError } from "../core/errors.ts";
 import { LookupNameSchema, parseInput } from "../core/input.ts";
 import { permissionPairs } from "../core/model.ts";
@@ -38,10 +38,13 @@ export function rotatedSummary(rotated: CreatedKey, graceUntil?: string): string
 /**
  * What a rotation says when it ends the old secret an earlier rotation with grace left working (a key keeps
  * at most one): that secret, by the end it had been given (the secret itself is never known), else undefined.
+ * The store says what it ended (`ended`, read under the key's lock, so a rotation running at the same time
+ * cannot hide it); a backend that cannot say (a remote one) is judged by `before`, the key read beforehand.
  */
-export function endedNotice(before: ApiKeyInfo, now: number): string | undefined {
-  if (!before.retiringUntil || Date.parse(before.retiringUntil) <= now) return undefined;
-  return `The old secret of its previous rotation, which was to keep working until ${sentenceTime(before.retiringUntil)}, ` +
+export function endedNotice(rotated: RotatedKey, before: ApiKeyInfo, now: number): string | undefined {
+  const until = rotated.ended === undefined ? before.retiringUntil : rotated.ended?.until;
+  if (!until || Date.parse(until) <= now) return undefined;
+  return `The old secret of its previous rotation, which was to keep working until ${sentenceTime(until)}, ` +
     "stops now: a key keeps at most one old secret.";
 }
 
@@ -62,7 +65,7 @@ export async function rotateKey(flags: ApikeyFlags, values: LifecycleValues, sto
   const graceUntil = graceFrom === undefined ? undefined : new Date(graceFrom + graceMs!).toISOString();
   const output = flags.format === "env" ? formatEnv(rotated, true, graceUntil) : formatCreated(rotated, asJson, true, graceUntil);
   if (!asJson) output.notice = rotatedSummary(rotated, graceUntil);
-  const ended = endedNotice(key, graceFrom ?? Date.now());
+  const ended = endedNotice(rotated, key, graceFrom ?? Date.now());
   if (ended) output.notice = output.notice ? `${output.notice}\n${ended}` : ended;
   return { ...output, created: { id: rotated.id, name: rotated.name, replaced: true, graceUntil, rotated: true } };
 }

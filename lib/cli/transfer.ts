@@ -3,7 +3,7 @@
  * lib/store/transfer.ts). They work on a store (files, memory, Redis), not over `--url`: an export holds
  * every key's hash, which the service never hands out.
  */
-import { readFileSync } from "node:fs";
+import { createReadStream } from "node:fs";
 import { ServiceError } from "../core/errors.ts";
 import type { ImportReport, KeyStore, OnConflict } from "../store/key-store.ts";
 import { exportLines, parseExport } from "../store/transfer.ts";
@@ -12,7 +12,7 @@ import type { Output } from "./format-results.ts";
 import { jsonLine } from "./json-text.ts";
 import { checkOutputTarget, writeSecretFile } from "./secret-file.ts";
 
-/** An import file is read whole; this bounds it (about 1.3 million keys). */
+/** An import file is read whole; this bounds it (about 1.3 million keys), as MAX_LINE_BYTES bounds each line. */
 const MAX_IMPORT_BYTES = 512 * 1024 * 1024;
 const ON_CONFLICT: readonly OnConflict[] = ["fail", "skip", "overwrite"];
 
@@ -50,16 +50,47 @@ export async function exportKeys(flags: ApikeyFlags, store: TransferStore & { au
   return { notice: `Exported ${what} to ${flags.output} (mode 0600; hashes only, never a secret).`, exitCode: 0 };
 }
 
-function readImport(path: string): string {
+/** No line of an export comes near this (a key's record is a few KiB): a longer one is not an export. */
+const MAX_LINE_BYTES = 1024 * 1024;
+
+/** Where the lines of `chunk` end: `lineBytes` (of the line it continues) then each line's bytes; the last one may go on. */
+function lineLengths(chunk: Buffer, lineBytes: number): number[] {
+  const lengths: number[] = [];
+  let from = 0;
+  for (let at = chunk.indexOf(10); at !== -1; at = chunk.indexOf(10, from)) {
+    lengths.push(lineBytes + at - from);
+    lineBytes = 0;
+    from = at + 1;
+  }
+  lengths.push(lineBytes + chunk.length - from);
+  return lengths;
+}
+
+/**
+ * The file (or stdin, `-`) as text, read a chunk at a time and refused (INVALID_INPUT) as soon as it passes
+ * a bound: 512 MiB in all, or a line of more than 1 MiB. So a stream that never ends, or never ends its
+ * line (`/dev/zero`, a pipe), is refused like a regular file, without being held.
+ */
+async function readImport(path: string): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0, line = 1, lineBytes = 0;
   try {
-    const text = readFileSync(path === "-" ? 0 : path);
-    if (text.length > MAX_IMPORT_BYTES) throw new ServiceError("INVALID_INPUT", `--import ${path} is larger than 512 MiB`);
-    return text.toString("utf8");
+    for await (const chunk of (path === "-" ? process.stdin : createReadStream(path)) as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > MAX_IMPORT_BYTES) throw new ServiceError("INVALID_INPUT", `--import ${path} is larger than 512 MiB`);
+      const lengths = lineLengths(chunk, lineBytes);
+      const long = lengths.findIndex((bytes) => bytes > MAX_LINE_BYTES);
+      if (long !== -1) throw new ServiceError("INVALID_INPUT", `Line ${line + long} of the import: longer than 1 MiB, which no line of an export is; nothing was imported`);
+      line += lengths.length - 1;
+      lineBytes = lengths.at(-1)!;
+      chunks.push(chunk);
+    }
   } catch (error) {
     if (error instanceof ServiceError) throw error;
     const code = (error as { code?: string }).code ?? String(error);
     throw new ServiceError("USAGE", `--import ${path}: cannot read it (${code})`);
   }
+  return Buffer.concat(chunks, size).toString("utf8");
 }
 
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`;
@@ -96,7 +127,7 @@ async function untilSignal<T>(fn: (signal: AbortSignal) => Promise<T>): Promise<
 export async function importKeys(flags: ApikeyFlags, store: TransferStore, asJson: boolean): Promise<Output> {
   const onConflict = onConflictOf(flags);
   const importRecords = local(store, "importRecords", "--import");
-  const contents = parseExport(readImport(String(flags.import)));
+  const contents = parseExport(await readImport(String(flags.import)));
   const dryRun = Boolean(flags.dryRun);
   const report = await untilSignal((signal) => importRecords(contents.keys, { onConflict, dryRun, signal }));
   const text = summary(report, dryRun, contents.audit.length);

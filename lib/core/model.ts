@@ -182,6 +182,16 @@ export interface CreatedKey extends ApiKeyInfo {
   key: string;
 }
 
+/** A rotated key, with its new secret. */
+export interface RotatedKey extends CreatedKey {
+  /**
+   * The old secret of an earlier rotation with grace that this rotation stopped (a key keeps at most one),
+   * by the end it had been given; null when it stopped none. Decided under the key's lock, so of two
+   * rotations at once the one that ended it says so. Absent where it is not known (a remote backend).
+   */
+  ended?: { until: string } | null;
+}
+
 /** Groups `RESOURCE:ACTION` pairs by resource, both in enumeration order, without duplicates. */
 export function groupPermissions(pairs: Iterable<string>): Permission[] {
   const wanted = new Set(pairs);

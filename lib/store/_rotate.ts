@@ -18,12 +18,14 @@
  *   3. the commit point: the record rewritten with the new hash (and the old one as `retiring`, with grace);
  *   4. the secrets that stop: the earlier retiring one, and without a grace period the old one (their
  *      entries removed, each retired, so that one coming back is reported as a sign of a leak).
+ * The result says which earlier old secret step 4 stopped while it still worked (`ended`), as read under the
+ * lock: of two rotations at once, only the second ends the first one's old secret, and only it can tell.
  * The revision is bumped before step 3 and after it, as for every revocation, so no server trusts a
  * remembered verification of the old secret once `rotate` has returned. A step 3 that fails is undone (the
  * new secret's entry removed). A process that dies before step 3 leaves the key as it was, plus its event;
  * after it, the secrets of step 4 no longer match the record (verify refuses them), only their entries stay.
  */
-import type { CreatedKey, StoredKey } from "../core/model.ts";
+import type { RotatedKey, StoredKey } from "../core/model.ts";
 import { ServiceError } from "../core/errors.ts";
 import { isKeyId } from "../core/input.ts";
 import { MAX_GRACE_MS, untilOf } from "../core/lifecycle.ts";
@@ -47,7 +49,7 @@ export function createRotate(ctx: StoreContext) {
     throw new ServiceError("NOT_FOUND", `No API key found with id: ${id}`);
   };
 
-  return (id: string, { graceMs, actor }: RotateOptions = {}): Promise<CreatedKey> => {
+  return (id: string, { graceMs, actor }: RotateOptions = {}): Promise<RotatedKey> => {
     if (graceMs !== undefined && !(graceMs > 0 && graceMs <= MAX_GRACE_MS)) {
       throw new ServiceError("INVALID_INPUT", "A grace period is more than 0 and at most 24h");
     }
@@ -76,11 +78,13 @@ export function createRotate(ctx: StoreContext) {
         throw error;
       }
       await bumpRevision();
+      // The earlier old secret this ends, if it still worked: read under the lock, so it is this rotation's to report.
+      const ended = earlier && earlier.hash !== next.hash && untilOf(earlier.until) > now() ? { until: earlier.until } : null;
       // A secret that comes back after a rotation is a sign of a leak: each one that stops is retired.
       if (earlier && earlier.hash !== next.hash) await entries.endRetiring(old, earlier);
       if (!until) await entries.endRetiring(old, { hash: old.hash, until: iso(now()) });
       debug(`rotate: key ${id} has a new secret${until ? `; the old one works until ${until}` : ""}${earlier ? "; the earlier old one stopped" : ""}`);
-      return { ...publicView(next, false, now()), key: secret };
+      return { ...publicView(next, false, now()), key: secret, ended };
     });
   };
 }

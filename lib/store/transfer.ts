@@ -9,8 +9,8 @@
  * A key line holds everything the store keeps of a key: the SHA-256 of its secret, never the secret, so
  * every secret that worked before an import works after it, and the file alone authenticates nothing.
  * Reading is all or nothing: a line that is not a whole, valid record of this version (unknown fields, a
- * hash that is not one, a role that does not exist, an id or secret twice) refuses the whole file, naming
- * the line, before the store is touched.
+ * hash that is not one, a role that does not exist, an id or secret twice, a rotated key's old secret
+ * included) refuses the whole file, naming the line, before the store is touched.
  */
 import type { AuditEvent, StoredKey } from "../core/model.ts";
 import { ACTIONS, RESOURCES, ROLES } from "../core/model.ts";
@@ -175,7 +175,9 @@ export function parseExport(text: string, now = Date.now()): ExportContents {
     if (problem) throw refuse(line, problem);
     const { type: _type, ...record } = value as unknown as StoredKey & { type: string };
     once(ids, record.id, line, "the same id");
-    once(hashes, record.hash, line, "the same secret (hash)");
+    // A rotated key's old secret is a secret too: one per key, in the whole file, and never the key's own.
+    if (record.retiring?.hash === record.hash) throw refuse(line, "the retiring secret (hash) is the key's own");
+    for (const hash of [record.hash, ...(record.retiring ? [record.retiring.hash] : [])]) once(hashes, hash, line, "the same secret (hash)");
     // A name holds one live key and at most one in its grace period.
     once(names, `${record.graceUntil ? "grace" : "live"}:${record.name}`, line, `the same ${record.graceUntil ? "grace-period " : ""}name`);
     keys.push({ line, record });

@@ -6,7 +6,7 @@ import type { RateLimiter } from "./rate-limiter.ts";
 import type { CreditCounter } from "./credit-counter.ts";
 import type { StoredCredits } from "../core/credits.ts";
 import type { Storage } from "unstorage";
-import type { Actor, ApiKeyInfo, AuditEvent, CreatedKey, CreateKeyInput, KeyPatch, KeyUsage, KeyVerification, Permission, StoredKey } from "../core/model.ts";
+import type { Actor, ApiKeyInfo, AuditEvent, CreatedKey, CreateKeyInput, RotatedKey, KeyPatch, KeyUsage, KeyVerification, Permission, StoredKey } from "../core/model.ts";
 import type { ExportedKey } from "./transfer.ts";
 import type { AtomicIndex } from "./atomic.ts";
 import type { KeyOrder } from "./_key-order.ts";
@@ -198,9 +198,9 @@ export interface KeyStore {
    * Issues a new secret for the live key `id`; returns the key with it, the only time it is available. The
    * key keeps its id and every setting (its record is copied, only the secret's hash replaced). The old
    * secret stops at once, or with `graceMs` works that much longer as a second secret of the same key
-   * (`retiringUntil`); an old secret an earlier rotation left stops either way. NOT_FOUND when there is no such live key; INVALID_INPUT when the key has expired.
+   * (`retiringUntil`); an old secret an earlier rotation left stops either way (`ended` says so). NOT_FOUND when there is no such live key; INVALID_INPUT when the key has expired.
    */
-  rotate(id: string, options?: RotateOptions): Promise<CreatedKey>;
+  rotate(id: string, options?: RotateOptions): Promise<RotatedKey>;
   /** The key with this id: a live one, or one in its grace period (with `graceUntil`). */
   get(id: string): Promise<ApiKeyInfo | null>;
   getByName(name: string): Promise<ApiKeyInfo | null>;

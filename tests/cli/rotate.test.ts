@@ -126,11 +126,22 @@ describe("apikey --rotate on an fs store", () => {
     expect((await me(again.stdout.trim())).body.data.me.id).toBe(old.id);
   });
 
+  it("of two rotations with --grace at once, exactly one says the original secret stops now", async () => {
+    for (const name of ["twice one", "twice two", "twice three"]) {
+      await create("--name", name, "-r", "ADMIN");
+      const both = await Promise.all([1, 2].map(() => cli("apikey", "--rotate", "--name", name, "--grace", "1h")));
+      for (const result of both) expect(result.code, result.stderr).toBe(0);
+      // The second (in the key's lock) ends the first one's old secret, the key's original: one notice in all.
+      expect(both.map((r) => r.stderr.split("stops now").length - 1).reduce((a, b) => a + b), name).toBe(1);
+    }
+  }, 60_000);
+
   it("refuses bad input with the documented exit status, changing nothing", async () => {
     const kept = await create("--name", "kept", "-r", "GUEST");
     const cases: [string[], number, RegExp][] = [
       [["--rotate"], 2, /--rotate needs --name <name> or --id <id> to choose the key/],
       [["--rotate", "--name", "nobody"], 1, /No API key found with name: nobody/],
+      [["--rotate", "--id", ""], 2, /--rotate --id needs a key id/],
       [["--rotate", "--id", "00000000-0000-4000-8000-000000000000"], 1, /No API key found with id: 00000000-0000-4000-8000-000000000000/],
       [["--rotate", "--name", "kept", "--grace", "soon"], 2, /--grace/],
       [["--rotate", "--name", "kept", "--grace", "25h"], 2, /--grace is at most 24h/],

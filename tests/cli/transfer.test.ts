@@ -66,6 +66,54 @@ describe("apikey --export / --import", () => {
     expect(JSON.parse((await cli(to, "--list", "--json")).stdout).keys).toEqual([]);
   });
 
+  it("refuses a file that gives a rotated key's old secret the secret of another key: exit 2 naming the line, nothing imported", async () => {
+    const from = join(tmp.dir, "retiring-from"), to = join(tmp.dir, "retiring-to"), file = join(tmp.dir, "retiring.jsonl");
+    const alpha = JSON.parse((await cli(from, "--create", "--name", "alpha", "-r", "VIEWER", "--json")).stdout);
+    await cli(from, "--create", "--name", "beta", "-r", "ADMIN");
+    expect((await cli(from, "--rotate", "--name", "beta", "--grace", "1h")).code).toBe(0);
+    const lines = (await cli(from, "--export")).stdout.trimEnd().split("\n");
+    const at = lines.findIndex((line) => line.includes('"name":"beta"'));
+    const beta = JSON.parse(lines[at]);
+    beta.retiring.hash = createHash("sha256").update(alpha.key).digest("hex");
+    lines[at] = JSON.stringify(beta);
+    writeFileSync(file, `${lines.join("\n")}\n`);
+    const result = await cli(to, "--import", file);
+    expect(result.code, result.stderr).toBe(2);
+    expect(result.stderr).toMatch(new RegExp(`Line ${Math.max(at, lines.findIndex((l) => l.includes(alpha.id))) + 1} of the import: the same secret \\(hash\\) as line`));
+    expect(JSON.parse((await cli(to, "--list", "--json")).stdout).keys).toEqual([]);
+  });
+
+  it("refuses a stream without a newline (a device, a pipe) as it reads it, exit 2 naming line 1, as it refuses such a file", async () => {
+    /** `--import source`, stdin from `cat /dev/zero` when piped; killed (and failing the test) after 30 s. */
+    const endless = (source: string, piped: boolean) =>
+      new Promise<{ code: number | null; stderr: string }>((done, fail) => {
+        const cat = piped ? spawn("cat", ["/dev/zero"], { stdio: ["ignore", "pipe", "ignore"] }) : undefined;
+        const child = spawn(process.execPath, [CLI, "apikey", "--import", source, "--store", join(tmp.dir, "endless")], {
+          env: { ...process.env, LOG_LEVEL: undefined, NO_COLOR: "1" },
+          stdio: [cat ? cat.stdout! : "ignore", "ignore", "pipe"],
+          timeout: 30_000,
+        });
+        let stderr = "";
+        child.stderr!.setEncoding("utf8").on("data", (d) => (stderr += d));
+        child.on("error", fail);
+        child.on("close", (code) => {
+          cat?.kill();
+          done({ code, stderr });
+        });
+      });
+    const file = join(tmp.dir, "one-line.jsonl");
+    writeFileSync(file, "x".repeat(2 * 1024 * 1024));
+    const refused = await cli(join(tmp.dir, "endless"), "--import", file);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/Line 1 of the import: longer than 1 MiB/);
+    for (const [source, piped] of [["/dev/zero", false], ["-", true]] as const) {
+      const result = await endless(source, piped);
+      expect(result.code, `${source}: ${result.stderr}`).toBe(2);
+      expect(result.stderr).toMatch(/Line 1 of the import: longer than 1 MiB/);
+    }
+    expect(JSON.parse((await cli(join(tmp.dir, "endless"), "--list", "--json")).stdout).keys).toEqual([]);
+  }, 90_000);
+
   it("is refused over --url: the service never hands out hashes", async () => {
     const result = await runCli(["apikey", "--export", "--url", "http://127.0.0.1:9"]);
     expect(result.code).toBe(2);

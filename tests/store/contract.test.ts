@@ -572,8 +572,9 @@ describe.each(Object.keys(backends))("key store contract on %s", (kind) => {
     const rotated = await store.rotate(old.id);
     expect(rotated.key).toMatch(/^sapi_/);
     expect(rotated.key).not.toBe(old.key);
-    const { key: _key, ...info } = rotated;
+    const { key: _key, ended, ...info } = rotated;
     expect(info).toEqual(before);
+    expect(ended).toBeNull(); // it had no earlier old secret to end
     expect(await other.get(old.id)).toEqual(before);
     expect(await other.verify(old.key)).toBeNull();
     expect(await store.verify(old.key)).toBeNull();
@@ -628,6 +629,19 @@ describe.each(Object.keys(backends))("key store contract on %s", (kind) => {
     const trail = (await other.audit()).map((e) => e.action);
     expect(trail).not.toContain("delete");
     expect(trail).toContain("rotate");
+  });
+
+  it("a rotation reports the earlier old secret it ends, decided under the key's lock: of two at once, exactly one", async () => {
+    const other = await backend.open();
+    const key = await store.create(input("twice", { roles: ["ADMIN"] }));
+    const both = await Promise.all([store.rotate(key.id, { graceMs: 60_000 }), other.rotate(key.id, { graceMs: 60_000 })]);
+    const [first, second] = both[0].ended ? [both[1], both[0]] : both;
+    expect(first.ended ?? null).toBeNull(); // the original secret was the key's own, not an earlier old one
+    expect(second.ended).toEqual({ until: first.retiringUntil });
+    expect(await store.verify(key.key)).toBeNull(); // the one it says it ended
+    const third = await other.rotate(key.id);
+    expect(third.ended).toEqual({ until: second.retiringUntil });
+    expect((await store.rotate(key.id)).ended ?? null).toBeNull();
   });
 
   it("a key rotated with a grace period has one count of credits and rate limits, one usage and one last use, for both secrets", async () => {

@@ -242,6 +242,39 @@ describe("export and import", () => {
     expect((await store.importRecords(keys.slice(10))).imported).toHaveLength(10); // once it is done
   });
 
+  it("refuses a retiring secret that is another key's, another key's retiring one, or the key's own: one secret, one key", async () => {
+    const store = createKeyStore();
+    const alpha = await store.create({ name: "alpha", roles: ["VIEWER"], permissions: [] });
+    const beta = await store.create({ name: "beta", roles: ["ADMIN"], permissions: [] });
+    await store.rotate(beta.id, { graceMs: 3_600_000 });
+    const gamma = await store.create({ name: "gamma", roles: ["VIEWER"], permissions: [] });
+    await store.rotate(gamma.id, { graceMs: 3_600_000 });
+    const lines = text(exportLines(await store.exportRecords())).trimEnd().split("\n");
+    const at = (id: string) => lines.findIndex((line) => line.includes(id));
+    const [a, b, g] = [at(alpha.id), at(beta.id), at(gamma.id)];
+    const edit = (index: number, change: (value: Record<string, any>) => void) => {
+      const copy = [...lines];
+      const value = JSON.parse(copy[index]);
+      change(value);
+      copy[index] = JSON.stringify(value);
+      return `${copy.join("\n")}\n`;
+    };
+    const main = (index: number) => JSON.parse(lines[index]).hash;
+    const retiring = (index: number) => JSON.parse(lines[index]).retiring.hash;
+    const later = Math.max(a, b), earlier = Math.min(a, b);
+    const cases: [string, string, RegExp][] = [
+      ["another key's secret", edit(b, (v) => (v.retiring.hash = main(a))), new RegExp(`^Line ${later + 1} of the import: the same secret \\(hash\\) as line ${earlier + 1}`)],
+      ["another key's retiring secret", edit(g, (v) => (v.retiring.hash = retiring(b))), new RegExp(`^Line ${Math.max(b, g) + 1} of the import: the same secret \\(hash\\) as line ${Math.min(b, g) + 1}`)],
+      ["a main secret that is another key's retiring one", edit(a, (v) => (v.hash = retiring(b))), new RegExp(`^Line ${later + 1} of the import: the same secret \\(hash\\) as line ${earlier + 1}`)],
+      ["its own secret", edit(b, (v) => (v.retiring.hash = v.hash)), new RegExp(`^Line ${b + 1} of the import: the retiring secret \\(hash\\) is the key's own`)],
+    ];
+    for (const [what, file, message] of cases) {
+      const refused = await refusalOf(() => parseExport(file));
+      expect(refused.code, what).toBe("INVALID_INPUT");
+      expect(refused.message, what).toMatch(message);
+    }
+  });
+
   it("refuses a malformed, tampered or newer file whole, naming the line", async () => {
     const { store } = await source();
     const lines = text(exportLines(await store.exportRecords())).trimEnd().split("\n");
