@@ -86,13 +86,13 @@ describe("apikey --create", () => {
     expect(dup.stderr).toContain("API key with name 'Caf\u00e9' already exists. Use --overwrite to replace it.");
   });
 
-  it.each([["bad-name"], ["under_score"], ["dot.name"], ["emoji 🔑"], ["tab\tname"]])(
-    "rejects the name %j with the rule and exit 2",
-    async (name) => {
+  it.each([["bad-name", "bad name"], ["under_score", "under score"], ["dot.name", "dot name"], ["emoji 🔑", "emoji"], ["tab\tname", "tab name"]])(
+    "rejects the name %j with the rule, what would pass (%j) and exit 2",
+    async (name, passing) => {
       const result = await cli("apikey", "--create", "--name", name, "--roles", "ADMIN");
       expect(result.code).toBe(2);
-      expect(result.stderr).toContain(
-        "API key name must contain only letters, numbers, and spaces (Unicode letters are supported)",
+      expect(result.stderr).toBe(
+        `Error: API key name must contain only letters, numbers, and spaces (Unicode letters are supported). Try "${passing}"\n`,
       );
       expect(await listJson()).toEqual([]);
     },
