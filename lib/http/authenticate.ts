@@ -20,6 +20,12 @@ import { type AuthFailure, type HandlerOptions, MAX_BODY_BYTES, type ServiceRequ
 /** Answers a request whose key is verified, with its body. */
 export type AnswerVerified = (request: ServiceRequest, key: VerifiedKey, body: string, mediaType: GraphQLMediaType, trace: Trace) => MaybePromise<ServiceResponse>;
 
+/** Why a presented secret is not a key: a missing prefix, or a `sapi_` key whose checksum fails. */
+const malformed = (secret: string) =>
+  secret.startsWith("sapi_")
+    ? "Malformed API key: it starts with 'sapi_' but is not a whole key (its checksum does not match): copy it completely"
+    : "Malformed API key: it should start with 'sapi_' and be copied completely";
+
 /**
  * The authentication of `/graphql` requests, made once per handler: each request is refused, or its
  * verified key and body go to `answer`. Notes each key that authenticates with `lastUse`.
@@ -50,7 +56,7 @@ export function createAuthenticate(options: HandlerOptions, lastUse: UseRecorder
     if ("problem" in found) return refuse(request, found.problem.startsWith("Missing") ? "missing" : "malformed", found.problem);
     const { secret } = found;
     // The checksum catches mistyped and made-up keys without touching the store.
-    if (!isWellFormedSecret(secret)) return refuse(request, "malformed", "Malformed API key: it should start with 'sapi_' and be copied completely");
+    if (!isWellFormedSecret(secret)) return refuse(request, "malformed", malformed(secret));
     return after(verify(secret, request.receivedAt), (key) => {
       if (!key) return refused(request, secret); // only now, for the message: a second read, never a write
       lastUse?.seen(key.id); // remembered answers included: the key authenticated this request

@@ -117,6 +117,30 @@ describe("apikey --create", () => {
     expect(await listJson()).toEqual([]);
   });
 
+  it("says at a terminal which flags give a role or permission, after the specification's sentence (--json keeps it bare)", async () => {
+    const result = await cli("apikey", "--create", "--name", "empty");
+    expect(result.code).toBe(2);
+    expect(result.stderr).toBe(
+      "Error: Please add at least one role or permission to the key. Give --roles <roles>, --permissions <RESOURCE:ACTION,...> or --preset <name> (service-api apikey --create --help lists them).\n",
+    );
+  });
+
+  it("suggests the actions an unknown action begins, as it suggests a mistyped resource", async () => {
+    const result = await cli("apikey", "--create", "--name", "x", "--permissions", "DOCKER:READ");
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/^Error: Unknown permission action "READ"\. Did you mean 'READ_ANY' or 'READ_OWN'\? Valid actions: /);
+    const typo = await cli("apikey", "--create", "--name", "x", "--permissions", "DOCKER:UPDTE_ANY");
+    expect(typo.stderr).toMatch(/^Error: Unknown permission action "UPDTE_ANY"\. Did you mean 'UPDATE_ANY'\? /);
+  });
+
+  it("says a store on the kernel's proc file system cannot be made, also to root", async () => {
+    const result = await runCli(["apikey", "--list", "--store", "fs:/proc/service-api-keys"]);
+    expect(result.code).toBe(3);
+    expect(result.stderr).toBe(
+      "Error: Key store unavailable: fs:/proc/service-api-keys does not exist, and it cannot be created: /proc is on the kernel's process file system (proc), where no directory can be made: choose another --store\n",
+    );
+  });
+
   it("rejects an unknown role, listing the valid ones, and creates nothing", async () => {
     const result = await cli("apikey", "--create", "--name", "x", "--roles", "ADMIN,ROOT");
     expect(result.code).toBe(2);
