@@ -179,7 +179,11 @@ describe("apikey for scripts, in process (issue 15)", () => {
     const store = createKeyStore();
     const { key, id } = JSON.parse((await run(store, create("ci", { json: true, description: "old" }))).written);
     const result = await run(store, { update: true, name: "ci", roles: "viewer", permissions: "docker:read_any", description: "", rename: "ci two" });
-    expect(result.stdout).toBe(`Updated API key 'ci two' (renamed from 'ci') (id ${id})\n`);
+    // What changed, as --dry-run shows it: -r and -p replace the key's, so what they dropped shows too.
+    expect(result.stdout).toBe(
+      `Updated API key 'ci two' (renamed from 'ci') (id ${id})\n` +
+        "  name         ci -> ci two\n  description  old -> none\n  roles        ADMIN -> VIEWER\n  permissions  none -> DOCKER:READ_ANY\n",
+    );
     const verified = await store.verify(key);
     expect(verified).toMatchObject({ id, name: "ci two", roles: ["VIEWER"], permissions: [{ resource: "DOCKER", actions: ["READ_ANY"] }] });
     expect(verified?.description).toBeUndefined();

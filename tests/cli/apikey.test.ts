@@ -194,6 +194,22 @@ describe("apikey --create", () => {
   });
 });
 
+describe("apikey --update", () => {
+  it("says what changed, in text and in --json: permissions given replace the key's, and the dropped ones show", async () => {
+    await cli("apikey", "--create", "--name", "grafana", "-p", "DOCKER:READ_ANY,VMS:UPDATE_OWN");
+    const text = await cli("apikey", "--update", "--name", "grafana", "-p", "LOGS:READ_ANY");
+    expect(text.code).toBe(0);
+    expect(text.stdout).toMatch(/^Updated API key 'grafana' \(id [0-9a-f-]+\)\n  permissions  DOCKER:READ_ANY,VMS:UPDATE_OWN -> LOGS:READ_ANY\n$/);
+    const json = oneJson(await cli("apikey", "--update", "--name", "grafana", "-p", "LOGS:READ_ANY,VMS:READ_ANY", "--json"));
+    expect(json).toMatchObject({
+      name: "grafana",
+      permissions: [{ resource: "LOGS", actions: ["READ_ANY"] }, { resource: "VMS", actions: ["READ_ANY"] }],
+      changed: ["permissions"],
+      before: { permissions: [{ resource: "LOGS", actions: ["READ_ANY"] }] },
+    });
+  });
+});
+
 describe("output that cannot be written", () => {
   it("a create whose stdout reader has gone away is undone, says so and exits 1 (its secret is shown nowhere else)", async () => {
     const child = spawn(process.execPath, [CLI, "apikey", "--create", "--name", "lost", "--roles", "GUEST", "--json", "--store", env.store], {

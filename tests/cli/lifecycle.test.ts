@@ -103,11 +103,14 @@ describe("expiry flags", () => {
     const { cli } = fresh();
     const { id } = json(await cli("--create", "--name", "ci", "-r", "VIEWER", "--json"));
     const set = await cli("--update", "--name", "ci", "--expires-at", `${nextYear}-01-01`);
-    expect([set.code, set.stdout]).toEqual([0, `Updated API key 'ci' (id ${id}); it expires ${nextYear}-01-01 00:00:00 UTC\n`]);
+    expect([set.code, set.stdout]).toEqual([
+      0,
+      `Updated API key 'ci' (id ${id}); it expires ${nextYear}-01-01 00:00:00 UTC\n  expires      never -> ${nextYear}-01-01 00:00:00 UTC\n`,
+    ]);
     const viaJson = json(await cli("--update", "--id", id, "--expires-in", "30m", "--json"));
     expect(Date.parse(viaJson.expiresAt) - Date.now()).toBeGreaterThan(29 * 60_000);
     const cleared = await cli("--update", "--name", "ci", "--no-expiry");
-    expect(cleared.stdout).toBe(`Updated API key 'ci' (id ${id}); it no longer expires\n`);
+    expect(cleared.stdout).toMatch(new RegExp(`^Updated API key 'ci' \\(id ${id}\\); it no longer expires\n  expires      \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d UTC -> never\n$`));
     const [key] = json(await cli("--list", "--json")).keys;
     expect(key).not.toHaveProperty("expiresAt");
     expect(key.id).toBe(id); // the same key: its secret stays

@@ -9,6 +9,7 @@ import { CLI, ROOT, type RunResult, runCli, tempDir } from "../helpers/cli.ts";
 import { type ServerProcess, startServer } from "../helpers/server.ts";
 import { ACTIONS, RESOURCES, ROLES } from "../../lib/core/model.ts";
 import { openKeyStore, parseStoreSpec } from "../../lib/store/config.ts";
+import { generateSecret } from "../../lib/core/secret.ts";
 
 const tmp = tempDir();
 afterAll(() => tmp.cleanup());
@@ -81,7 +82,8 @@ describe("idempotent scripts and exit statuses", () => {
       expect(down.code, down.stderr).toBe(3);
       expect(json(down).code).toBe("STORE_UNAVAILABLE");
     }
-    const remote = await runCli(["apikey", "--list", "--url", "http://127.0.0.1:1"], { env: { SERVICE_API_KEY: "sapi_x" } });
+    // A well-formed key (one that is no key is refused before anything is sent, exit 1).
+    const remote = await runCli(["apikey", "--list", "--url", "http://127.0.0.1:1"], { env: { SERVICE_API_KEY: generateSecret() } });
     expect(remote.code).toBe(3);
   });
 });
