@@ -312,6 +312,27 @@ describe("usage", () => {
     expect(oneJson(result)).toMatchObject({ code: "USAGE", error: expect.stringContaining("--bogus") });
   });
 
+  it("gives one mode its own short help: its usage, its flags, its examples, within 80 columns", async () => {
+    const help = await runCli(["apikey", "--rotate", "--help"]);
+    expect(help.code).toBe(0);
+    const lines = help.stdout.trimEnd().split("\n");
+    expect(lines.length).toBeLessThanOrEqual(40);
+    expect(lines.filter((line) => line.length > 80)).toEqual([]);
+    expect(help.stdout).toMatch(/^ {2}service-api apikey --rotate \(--name <name> \| --id <id>\) \[--grace <dur>\]/m);
+    for (const flag of ["--name", "--id", "--grace", "--output", "--format", "--store"]) expect(help.stdout).toMatch(new RegExp(`^  ${flag}\\b`, "m"));
+    for (const other of ["--filter", "--rate-limit", "--expired", "--roles"]) expect(help.stdout).not.toContain(other);
+    expect(help.stdout).toContain("service-api apikey --rotate --name ci --grace 10m --output ci.key");
+    expect(help.stdout).toContain("docs/cli.md");
+  });
+
+  it("writes every value in angle brackets, --rate-limit's and --credits' too", async () => {
+    const help = (await runCli(["apikey", "--help"])).stdout;
+    expect(help).toMatch(/^ {2}--rate-limit <limits> /m);
+    expect(help).toMatch(/^ {2}--credits <n> /m);
+    expect(help).not.toMatch(/--\w[\w-]* \[\w/);
+    expect(help).toContain("service-api apikey --<mode> --help");
+  });
+
   it("prints help and the version with exit 0", async () => {
     const help = await runCli(["apikey", "--help"]);
     expect(help.code).toBe(0);
