@@ -111,6 +111,9 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
     return internal();
   };
   const graphql = graphqlEndpoint({ options, outage, lastUse, onError, failure });
+  // `GET /` and any other path: what is here, so a browser pointed at the bare address finds its way.
+  const notFound = "Not found: the GraphQL endpoint is POST /graphql" + (explorer ? " (open it in a browser for the explorer)" : "") +
+    `; also ${[site && "GET /console (the web console)", "/healthz", "/readyz", metrics && "/metrics"].filter(Boolean).join(", ")}`;
 
   /** Routes a request; `trace` collects what the access log and the metrics are told afterwards. */
   const route = (request: ServiceRequest, pathname: string | null, trace: Trace): MaybePromise<AnyResponse> => {
@@ -124,7 +127,7 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
       if (pathname === "/healthz") return healthz(request);
       if (pathname === "/readyz") return ready(request).catch(failure);
       if (pathname === "/metrics" && metrics) return metrics(request).catch(failure);
-      return errorResponse(404, "NOT_FOUND", "Not found: the GraphQL endpoint is POST /graphql");
+      return errorResponse(404, "NOT_FOUND", notFound);
     } catch (error) {
       return failure(error);
     }

@@ -222,7 +222,7 @@ describe("apikey for scripts, in process (issue 15)", () => {
   it("--format env gives dotenv lines; the secret goes out once, through delivery", async () => {
     const store = createKeyStore();
     const result = await run(store, create("env", { format: "env" }));
-    expect(result.written).toMatch(/^SERVICE_API_KEY=sapi_\w+\nSERVICE_API_KEY_ID=[0-9a-f-]{36}\nSERVICE_API_KEY_NAME=env\n$/);
+    expect(result.written).toMatch(/^SERVICE_API_KEY_SECRET=sapi_\w+\nSERVICE_API_KEY_ID=[0-9a-f-]{36}\nSERVICE_API_KEY_NAME=env\n$/);
     expect(result.stdout).toBeUndefined();
     const lost = await run(store, create("env two", { format: "env" }), () => "EPIPE");
     expect(lost.exitCode).toBe(1);

@@ -116,9 +116,19 @@ describe("expiry flags", () => {
     expect(key.id).toBe(id); // the same key: its secret stays
   });
 
+  it.each([["1w", 7], ["2w", 14], ["1y", 365]])("--expires-in %s is %i days", async (duration, days) => {
+    const { cli } = fresh();
+    const before = Date.now();
+    const made = await cli("--create", "--name", "ci", "-r", "VIEWER", "--expires-in", duration, "--json");
+    expect(made.code, made.stderr).toBe(0);
+    const lifetime = Date.parse(json(made).expiresAt) - before;
+    expect(lifetime).toBeGreaterThanOrEqual(days * 86_400_000);
+    expect(lifetime).toBeLessThan(days * 86_400_000 + 60_000);
+  });
+
   it.each([
     [["--update", "--name", "ci", "--no-expiry", "--expires-in", "1d"], "Use --no-expiry or --expires-in, not both"],
-    [["--update", "--name", "ci", "--expires-in", "1y"], "--expires-in needs a duration"],
+    [["--update", "--name", "ci", "--expires-in", "1mo"], "--expires-in needs a duration"],
     [["--create", "--name", "ci", "-r", "ADMIN", "--no-expiry"], "--create does not take --no-expiry"],
     [["--list", "--expires-in", "1d"], "--list does not take --expires-in"],
     [["--delete", "--name", "ci", "--grace", "1m"], "--delete does not take --grace"],

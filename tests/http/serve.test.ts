@@ -139,6 +139,12 @@ describe("service-api serve", () => {
     expect(health.status).toBe(200);
     expect(await health.json()).toEqual({ status: "ok" });
     expect((await fetch(`${server.url}/admin`)).status).toBe(404);
+    // The bare address says where things are.
+    const root = await fetch(`${server.url}/`);
+    expect(root.status).toBe(404);
+    expect((await root.json()).errors[0].message).toBe(
+      "Not found: the GraphQL endpoint is POST /graphql (open it in a browser for the explorer); also GET /console (the web console), /healthz, /readyz, /metrics",
+    );
   });
 
   it("refuses a bad port with exit 2 and a taken port with exit 1, naming the problem", async () => {
