@@ -44,6 +44,19 @@ describe("a bare `service-api serve`", () => {
   });
 });
 
+describe("serve's listening line", () => {
+  it("fits 80 columns on loopback, naming the paths once", async () => {
+    const server = await startServer({ store: `${tmp.dir}/line` });
+    try {
+      const line = server.stderr().split("\n").find((l) => l.includes("listening on"))!;
+      expect(line).toBe(`service-api listening on ${server.url} (/graphql, /console, /healthz)`);
+      expect(line.length).toBeLessThanOrEqual(80);
+    } finally {
+      await server.stop();
+    }
+  });
+});
+
 describe("serve that cannot listen", () => {
   const lastLine = (text: string) => text.trimEnd().split("\n").at(-1);
 

@@ -198,7 +198,8 @@ export async function runServe(
     log.flush(); // the lines before the failure go first: the error is the last thing printed
     throw listenFailure(error, host, port);
   }
-  const listening = `service-api listening on ${server.url} (POST ${server.url}/graphql, GET ${server.url}/healthz, /readyz, /metrics)`;
+  // One line of a terminal at 80 columns for a loopback address: the paths, not the URL again and again.
+  const listening = `service-api listening on ${server.url} (/graphql${flags.console !== false ? ", /console" : ""}, /healthz)`;
   // A port the system chose appears nowhere else: that line is written at LOG_LEVEL=warn and error too.
   if (port === 0) log.announce(listening);
   else info(listening);
