@@ -25,8 +25,12 @@ async function main(argv: string[]): Promise<Output> {
   const commands = await loadCommands(help ? undefined : named);
   if (argv.length === 0) return { stdout: (await import("./lib/cli/help.ts")).renderShortUsage(), exitCode: 0 };
   if (help) {
-    const { renderHelp } = await import("./lib/cli/help.ts");
-    return { stdout: renderHelp(commands, [...GLOBAL_OPTIONS, ...HELP_OPTIONS], named), exitCode: 0 };
+    const { renderHelp, renderModeHelp } = await import("./lib/cli/help.ts");
+    const global = [...GLOBAL_OPTIONS, ...HELP_OPTIONS];
+    // `apikey --rotate --help`: that mode's flags only, a screenful instead of the whole reference.
+    const mode = named ? options.find((word) => /^--[a-z]+$/.test(word) && word !== "--help") : undefined;
+    const modeHelp = named && mode ? renderModeHelp(named, commands[named], mode.slice(2), global) : undefined;
+    return { stdout: modeHelp ?? renderHelp(commands, global, named), exitCode: 0 };
   }
   if (options.includes("-v") || options.includes("--version")) return { stdout: `${VERSION}\n`, exitCode: 0 };
   const { command, flags } = await parseArgv(argv, commands);

@@ -1,4 +1,5 @@
-// The audit trail: who changed which key, newest first, over a chosen time span, paged back with `before`.
+// The audit trail: who changed which key, oldest first as `--audit` prints it, over a chosen time span;
+// older events are paged in above with `before`.
 import { ApiError, gql } from "./api.ts";
 import { field, h, message, replace, when } from "./dom.ts";
 
@@ -32,10 +33,12 @@ export function auditScreen(): { element: HTMLElement; load(): Promise<void> } {
     try {
       const { auditLog } = await gql<{ auditLog: AuditEvent[] }>(QUERY, { since: since.value || null, before: before ?? null, limit: PAGE });
       if (!before) replace(body);
-      for (const event of [...auditLog].reverse()) body.appendChild(eventRow(event));
+      // A page comes oldest first; an older page goes above the rows already shown.
+      const first = body.firstChild;
+      for (const event of auditLog) body.insertBefore(eventRow(event), first);
       oldest = auditLog[0]?.at;
       older.hidden = auditLog.length < PAGE;
-      replace(status, message("status", body.childElementCount ? `${body.childElementCount} events shown, newest first` : "No changes in this span."));
+      replace(status, message("status", body.childElementCount ? `${body.childElementCount} events shown, oldest first (times in UTC)` : "No changes in this span."));
     } catch (error) {
       replace(status, message("error", (error as ApiError).message));
     }
@@ -46,11 +49,12 @@ export function auditScreen(): { element: HTMLElement; load(): Promise<void> } {
     h("h2", {}, "Audit trail"),
     field("Show changes from", since),
     status,
+    older,
     h("div", { class: "table-wrap" }, h("table", { class: "audit" },
       h("caption", { class: "visually-hidden" }, "Audit events"),
-      h("thead", {}, h("tr", {}, ...["When", "Action", "Key", "By", "Changed"].map((label) => h("th", { scope: "col" }, label)))),
+      h("thead", {}, h("tr", {}, ...["When (UTC)", "Action", "Key", "By", "Changed"].map((label) => h("th", { scope: "col" }, label)))),
       body)),
-    older);
+  );
   return { element, load: () => fetchPage() };
 }
 

@@ -52,9 +52,9 @@ export function message(kind: "error" | "status" | "warning", text: string): HTM
   return h("p", { class: `msg ${kind}`, role: kind === "status" ? "status" : "alert" }, text);
 }
 
-/** Local date and time of an ISO instant, or a dash. */
+/** An ISO instant as the CLI writes it, "2026-11-28 16:45 UTC" (a time with its zone), or a dash. */
 export function when(iso: string | null | undefined): string {
   if (!iso) return "—";
   const date = new Date(iso);
-  return Number.isNaN(date.getTime()) ? iso : date.toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" });
+  return Number.isNaN(date.getTime()) ? iso : `${date.toISOString().slice(0, 16).replace("T", " ")} UTC`;
 }

@@ -26,7 +26,7 @@ async function pickPermissions(ask: Ask): Promise<Permission[]> {
   const actionChoices = ACTIONS.map((action) => ({ value: action, label: action }));
   const each = resources.length > 1 &&
     (await ask.select(`Actions for the ${resources.length} resources:`, [
-      { value: "same", label: `The same actions for all ${resources.length} resources` },
+      { value: "same", label: resources.length === 2 ? "The same actions for both resources" : `The same actions for all ${resources.length} resources` },
       { value: "each", label: "Different actions for each resource" },
     ], "same")) === "each";
   const pairs: string[] = [];

@@ -73,7 +73,7 @@ function valuesAsTyped(argv: string[], defs: readonly OptionDef[]): Map<string, 
 
 /**
  * A value flag and a next word that starts with a dash but is a value, joined: `--import -` as
- * `--import=-` and `--limit -1` as `--limit=-1`. mri reads a lone `-` or `-1` as a flag of its own, which
+ * `--import=-`, `--limit -1` as `--limit=-1` and `-d "- note"` as `-d=- note`. mri reads a lone `-` or `-1` as a flag of its own, which
  * left the value flag before it empty (`-` is the usual word for standard input) or was refused as
  * "Unknown option `-1`" instead of the value's own message.
  */
@@ -83,17 +83,31 @@ function joinDashValues(argv: string[], defs: readonly OptionDef[]): string[] {
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === "--") return [...out, ...argv.slice(i)];
     const next = argv[i + 1];
-    if (spellings.has(argv[i]) && next !== undefined && (next === "-" || /^-\d/.test(next))) out.push(`${argv[i++]}=${next}`);
+    // A word with a space in it is no flag either (`-d "- note"`).
+    if (spellings.has(argv[i]) && next !== undefined && (next === "-" || /^-\d/.test(next) || /^-.*\s/s.test(next))) out.push(`${argv[i++]}=${next}`);
     else out.push(argv[i]);
   }
   return out;
 }
 
-/** cac's error as a USAGE error; an unknown flag gets the closest known one. */
-async function usageError(error: unknown, defs: readonly OptionDef[]): Promise<unknown> {
+/**
+ * cac's error as a USAGE error; an unknown flag gets the closest known one, or, when it is the word after a
+ * value flag (`-d -note`: a value that starts with a dash), how to give that word as the value.
+ */
+async function usageError(error: unknown, defs: readonly OptionDef[], argv: readonly string[]): Promise<unknown> {
   if (!(error instanceof Error) || error.name !== "CACError") return error;
   const flag = /^Unknown option `([^`]+)`/.exec(error.message)?.[1];
   if (flag === undefined) return new ServiceError("USAGE", `${error.message}.${HELP}`);
+  const at = argv.findIndex((word, i) => i > 0 && word.startsWith(flag.split("=")[0]) && /^-[^-]/.test(word));
+  const valueOf = at > 0 ? valueFlagSpellings(defs).get(argv[at - 1]) : undefined;
+  if (valueOf !== undefined) {
+    const quoted = `'${argv[at].replaceAll("'", `'\\''`)}'`;
+    return new ServiceError(
+      "USAGE",
+      `${argv[at - 1]} takes a value, and ${quoted} after it starts with a dash, so it was read as options (${error.message}). ` +
+        `To give a value that starts with a dash, join it to the flag: --${valueOf}=${quoted}`,
+    );
+  }
   const known = [...defs, ...HELP_OPTIONS].map((def) => `--${optionNames(def).long}`);
   const { didYouMean } = await import("./suggest.ts");
   return new ServiceError("USAGE", `${error.message}.${didYouMean(flag.split("=")[0], known)}${HELP}`);
@@ -127,7 +141,7 @@ export async function parseArgv(argv: string[], commands: Record<string, LoadedC
   try {
     cli.runMatchedCommand(); // cac's checks
   } catch (error) {
-    throw await usageError(error, defs);
+    throw await usageError(error, defs, argv);
   }
   return { command, flags: flagsOf(parsed.options, valuesAsTyped(argv, defs), defs, command.usageName, parsed.args) };
 }

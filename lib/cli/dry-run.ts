@@ -5,27 +5,15 @@
  * secret is made. A run that would fail fails the same way, with the same message and exit status.
  */
 import type { ApiKeyInfo, CreateKeyInput, KeyPatch, Permission } from "../core/model.ts";
-import { permissionPairs } from "../core/model.ts";
 import { effectivePermissions } from "../core/policy.ts";
 import { ServiceError } from "../core/errors.ts";
 import { NEED_ROLE_OR_PERMISSION } from "../core/input.ts";
-import { formatLabels } from "../core/labels.ts";
-import { formatAllowFrom } from "../core/allow-from.ts";
+import { changedFields, changeLines, FIELDS, LABEL, settings, shown } from "./changes.ts";
 import type { KeyBackend } from "../store/key-store.ts";
 import { type Output, sentenceTime } from "./format-results.ts";
 import { jsonLine } from "./json-text.ts";
 
 const NOTHING_CHANGED = "(dry run: nothing was changed)";
-const FIELDS = ["name", "description", "roles", "permissions", "expiresAt", "labels", "allowFrom"] as const;
-
-/** The fields a create or update sets, as `--json` shows them (absent ones left out). */
-function settings(key: CreateKeyInput | ApiKeyInfo) {
-  const { name, description, roles, permissions, expiresAt, labels, allowFrom } = key;
-  return {
-    name, ...(description ? { description } : {}), roles, permissions, ...(expiresAt ? { expiresAt } : {}), ...(labels ? { labels } : {}),
-    ...(allowFrom?.length ? { allowFrom } : {}),
-  };
-}
 
 /** One line per resource: `    DOCKER  CREATE_ANY CREATE_OWN READ_ANY READ_OWN`. */
 function permissionLines(permissions: readonly Permission[]): string {
@@ -33,26 +21,6 @@ function permissionLines(permissions: readonly Permission[]): string {
   const width = Math.max(...permissions.map((p) => p.resource.length));
   return permissions.map((p) => `    ${p.resource.padEnd(width)}  ${p.actions.join(" ")}\n`).join("");
 }
-
-/** The value of one field as a person reads it. */
-function shown(field: (typeof FIELDS)[number], key: CreateKeyInput | ApiKeyInfo): string {
-  if (field === "roles") return key.roles.join(",") || "none";
-  if (field === "permissions") return permissionPairs(key.permissions).join(",") || "none";
-  if (field === "expiresAt") return key.expiresAt ? sentenceTime(key.expiresAt) : "never";
-  if (field === "labels") return formatLabels(key.labels) || "none";
-  if (field === "allowFrom") return formatAllowFrom(key.allowFrom) || "any address";
-  return key[field] || (field === "description" ? "none" : "");
-}
-
-const LABEL: Record<(typeof FIELDS)[number], string> = {
-  name: "name",
-  description: "description",
-  roles: "roles",
-  permissions: "permissions",
-  expiresAt: "expires",
-  labels: "labels",
-  allowFrom: "allow from",
-};
 
 /**
  * What `--create` with these values would do. `replacing`: the key `--overwrite` would replace;
@@ -102,7 +70,7 @@ export async function previewUpdate(before: ApiKeyInfo, patch: KeyPatch, store: 
     const holder = await store.getByName(after.name);
     if (holder && holder.id !== before.id) throw new ServiceError("NAME_TAKEN", `API key with name '${after.name}' already exists.`);
   }
-  const changed = FIELDS.filter((field) => JSON.stringify(after[field]) !== JSON.stringify(before[field]));
+  const changed = changedFields(before, after);
   const effective = effectivePermissions(after);
   if (asJson) {
     const payload = { dryRun: true, action: "update", id: before.id, changed, before: settings(before), after: settings(after), effectivePermissions: effective };
@@ -110,6 +78,6 @@ export async function previewUpdate(before: ApiKeyInfo, patch: KeyPatch, store: 
   }
   let text = `Would update API key '${before.name}' (id ${before.id}) ${NOTHING_CHANGED}\n`;
   if (!changed.length) text += "  nothing would change: the key already has these settings\n";
-  for (const field of changed) text += `  ${LABEL[field].padEnd(12)} ${shown(field, before)} -> ${shown(field, after)}\n`;
+  text += changeLines(before, after, changed);
   return { stdout: `${text}  effective permissions:\n${permissionLines(effective)}`, exitCode: 0 };
 }

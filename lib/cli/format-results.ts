@@ -7,6 +7,7 @@ import type { ApiKeyInfo, CreatedKey } from "../core/model.ts";
 import { isServiceError, ServiceError } from "../core/errors.ts";
 import { redactSecrets } from "../core/secret.ts";
 import { jsonLine } from "./json-text.ts";
+import { NEED_ROLE_OR_PERMISSION } from "../core/input.ts";
 
 /** What a command prints: `stdout` is data, `notice` is a line for people (stderr), and the exit status. */
 export interface Output {
@@ -101,5 +102,10 @@ export function formatError(error: unknown, asJson: boolean): Output {
   // Last line of defence: a key pasted where a flag, command or value belongs is never echoed back.
   const message = redactSecrets(known.message);
   if (asJson) return { stdout: json({ error: message, code: known.code }), exitCode: known.exitCode };
-  return { notice: `Error: ${message}`, exitCode: known.exitCode };
+  return { notice: `Error: ${message}${HINTS[message] ?? ""}`, exitCode: known.exitCode };
 }
+
+/** What to do, after a message that the specification words and scripts may match exactly (`--json` keeps it bare). */
+const HINTS: Record<string, string> = {
+  [NEED_ROLE_OR_PERMISSION]: " Give --roles <roles>, --permissions <RESOURCE:ACTION,...> or --preset <name> (service-api apikey --create --help lists them).",
+};

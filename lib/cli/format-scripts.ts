@@ -18,11 +18,15 @@ export function envValue(value: string): string {
   return /^[A-Za-z0-9_.:/-]+$/.test(value) ? value : `'${value.replaceAll("'", "'\\''")}'`;
 }
 
-/** `--format env`: SERVICE_API_KEY, SERVICE_API_KEY_ID and SERVICE_API_KEY_NAME lines, and SERVICE_API_KEY_EXPIRES_AT when it expires. */
+/**
+ * `--format env`: SERVICE_API_KEY_SECRET, SERVICE_API_KEY_ID and SERVICE_API_KEY_NAME lines, and
+ * SERVICE_API_KEY_EXPIRES_AT when it expires. Not SERVICE_API_KEY: remote mode reads that one, so sourcing
+ * the new key's lines would silently change which key the CLI then acts as.
+ */
 export function formatEnv(created: CreatedKey, replaced: boolean, graceUntil?: string): Output {
   const expires = created.expiresAt ? `SERVICE_API_KEY_EXPIRES_AT=${envValue(created.expiresAt)}\n` : "";
   return {
-    stdout: `SERVICE_API_KEY=${envValue(created.key)}\nSERVICE_API_KEY_ID=${envValue(created.id)}\nSERVICE_API_KEY_NAME=${envValue(created.name)}\n${expires}`,
+    stdout: `SERVICE_API_KEY_SECRET=${envValue(created.key)}\nSERVICE_API_KEY_ID=${envValue(created.id)}\nSERVICE_API_KEY_NAME=${envValue(created.name)}\n${expires}`,
     notice: createdSummary(created, replaced, graceUntil),
     exitCode: 0,
   };

@@ -57,9 +57,44 @@ function wrap(text: string, indent: number, first = ""): string {
 /** Two columns: a left part padded to `width`, then wrapped help. */
 const row = (left: string, text: string, width: number) => wrap(text, width + 4, `  ${left.padEnd(width)} `);
 
+/**
+ * A flag as help shows it: a value in angle brackets, as every usage line writes it. cac is given
+ * `--credits [n]` (a flag with a negation cannot require its value there), but `--credits` needs one.
+ */
+const shownFlag = (flag: string) => flag.replace(/\[(\w[^\]]*)\]$/, "<$1>");
+
 function options(defs: readonly OptionDef[]): string[] {
-  const width = Math.min(26, Math.max(...defs.map((d) => d.flag.length)));
-  return defs.map((d) => (d.flag.length > width ? `  ${d.flag}\n${wrap(d.help, width + 4, " ".repeat(width + 4))}` : row(d.flag, d.help, width)));
+  const width = Math.min(26, Math.max(...defs.map((d) => shownFlag(d.flag).length)));
+  return defs.map((d) => {
+    const flag = shownFlag(d.flag);
+    return flag.length > width ? `  ${flag}\n${wrap(d.help, width + 4, " ".repeat(width + 4))}` : row(flag, d.help, width);
+  });
+}
+
+/**
+ * Help for one mode of a command (`service-api apikey --rotate --help`): its usage line, the options that
+ * line names, its examples, and where the rest is. Undefined when the command has no such mode.
+ */
+export function renderModeHelp(name: string, command: CommandDef<object>, mode: string, global: readonly OptionDef[]): string | undefined {
+  const usage = (command.usage ?? []).filter((line) => line.startsWith(`service-api ${name} --${mode} `) || line === `service-api ${name} --${mode}`);
+  const modeDef = command.options.find((def) => def.flag === `--${mode}` || def.flag.startsWith(`--${mode} `));
+  if (usage.length === 0 || !modeDef) return undefined;
+  const named = new Set(usage.join(" ").match(/(?<![\w-])--?[a-z][\w-]*/g));
+  const flagsOf = (def: OptionDef) => def.flag.match(/(?<![\w-])--?[a-z][\w-]*/g) ?? [];
+  const own = command.options.filter((def) => def !== modeDef && flagsOf(def).some((flag) => named.has(flag)));
+  const remote = command.options.filter((def) => def.flag.startsWith("--url ") && !own.includes(def));
+  const examples = command.examples.filter((line) => line.includes(` --${mode}`));
+  const lines = [
+    wrap(`service-api ${name} --${mode}: ${modeDef.help}`, 2),
+    ...usage.map((line) => wrap(line, 6, "  ")),
+    "",
+    "Options:",
+    ...options([...own, ...(mode === "scan" ? [] : remote), ...global]),
+    "",
+  ];
+  if (examples.length) lines.push("Examples:", ...examples.map((line) => wrap(line, 6, "  ")), "");
+  lines.push(wrap(`Every mode: service-api ${name} --help. Every flag, output and message, with examples: docs/cli.md.`, 0));
+  return lines.join("\n") + "\n";
 }
 
 /** The common sections: environment, exit statuses, roles, resources, actions. */
@@ -117,6 +152,7 @@ export function renderHelp(commands: Record<string, CommandDef<object>>, global:
   for (const name of chosen) {
     const command = commands[name];
     lines.push(wrap(`service-api ${name}: ${command.description}`, 2), ...(command.usage ?? []).map((u) => wrap(u, 6, "  ")), "");
+    if (command.usage?.some((line) => line.startsWith(`service-api ${name} --`))) lines.push(`One mode's flags only: service-api ${name} --<mode> --help`, "");
     if (command.options.length > 0) lines.push("Options:", ...options(command.options), "");
     if (command.examples.length) lines.push("Examples:", ...command.examples.map((e) => wrap(e, 6, "  ")), "");
   }

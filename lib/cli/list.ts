@@ -47,6 +47,14 @@ export function twinMarks(keys: readonly ApiKeyInfo[]): Map<ApiKeyInfo, string> 
 }
 
 /**
+ * A time column: once the table is too wide, "2026-11-28 16:30" gives up its hour and minute (the date, 10
+ * columns) before a column is left out or the others are cut below their readable widths.
+ */
+const TIME_WIDTHS = { min: 10, soft: 16, shorten: (text: string, width: number) => (width >= 10 && /^\d{4}-\d\d-\d\d /.test(text) ? text.slice(0, 10) : undefined) };
+/** A note after an expiry time: " (grace)". */
+const NOTE = / \([a-z]+\)$/;
+
+/**
  * The table on a terminal, at the instant `now`. The name is cut last of all (every command takes it),
  * and never below 12 columns while another column can give; `keys` mark a key and its twin.
  */
@@ -59,9 +67,11 @@ export function listColumns(now: number, keys: readonly ApiKeyInfo[] = []): Colu
     { header: "ROLES", cell: (k) => k.roles.join(",") || "-", min: 4, soft: 6 },
     { header: "PERMISSIONS", cell: (k) => permissionPairs(k.permissions).join(",") || "-", min: 4, soft: 12, first: true },
     // Left out at 80 columns when expiry and last use need the room: --json and the pipe keep it.
-    { header: "CREATED", cell: (k) => shortTime(k.createdAt), dropOrder: 1 },
-    { header: "EXPIRES", cell: (k) => expiryCell(k, now) },
-    { header: "LAST USED", cell: (k) => (k.lastUsedAt ? shortTime(k.lastUsedAt) : "never") },
+    { header: "CREATED", cell: (k) => shortTime(k.createdAt), dropOrder: 1, ...TIME_WIDTHS },
+    // Times give their hour first (see TIME_WIDTHS) rather than leave the names, roles, permissions and
+    // labels no room; a note after the time (" (grace)") is kept whole.
+    { header: "EXPIRES", cell: (k) => expiryCell(k, now).replace(NOTE, ""), suffix: (k) => NOTE.exec(expiryCell(k, now))?.[0] ?? "", ...TIME_WIDTHS },
+    { header: "LAST USED", cell: (k) => (k.lastUsedAt ? shortTime(k.lastUsedAt) : "never"), ...TIME_WIDTHS },
     // Left out last of all, when the names would be cut below 12 columns otherwise.
     { header: "DESCRIPTION", cell: (k) => k.description ?? "", min: 4, soft: 12, first: true, dropOrder: 2, dropLate: true },
     { header: "LABELS", cell: (k) => formatLabels(k.labels), min: 4, soft: 12, first: true, dropOrder: 2 },
@@ -110,13 +120,15 @@ export function stdoutView(env: Record<string, string | undefined> = globalThis.
 
 /** The aligned table, every row at most `columns` wide (as long as the uncut columns fit). */
 export function listTable(keys: ApiKeyInfo[], columns: number, now = Date.now()): string {
-  // The LABELS column only when some key has labels: most stores have none, and the room goes to the rest.
+  // The LABELS column (and DESCRIPTION, RATE LIMITS, CREDITS) only when some key has one: the room goes to the rest.
   const labelled = keys.some((key) => key.labels);
   const limited = keys.some((key) => key.rateLimits);
   const capped = keys.some((key) => key.credits);
   const fenced = keys.some((key) => key.allowFrom);
+  const described = keys.some((key) => key.description);
   const shown = (header: string) =>
-    (header !== "LABELS" || labelled) && (header !== "RATE LIMITS" || limited) && (header !== "CREDITS" || capped) && (header !== "ALLOW FROM" || fenced);
+    (header !== "LABELS" || labelled) && (header !== "RATE LIMITS" || limited) && (header !== "CREDITS" || capped) &&
+    (header !== "ALLOW FROM" || fenced) && (header !== "DESCRIPTION" || described);
   return renderTable(listColumns(now, keys).filter((column) => shown(column.header)), keys, columns);
 }
 

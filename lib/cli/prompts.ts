@@ -146,7 +146,7 @@ export async function interactiveDelete(
   const chosen = keys.filter((key) => ids.includes(key.id));
   const count = `${chosen.length} API key${chosen.length === 1 ? "" : "s"}`;
   const names = chosen.length <= 3 ? ` (${chosen.map((key) => `'${key.name}'`).join(", ")})` : "";
-  const sure = await ask.confirm(`Delete ${count}${names}? Their secrets stop working at once.`, false);
+  const sure = await ask.confirm(`Delete ${count}${names}? ${chosen.length === 1 ? "Its secret stops" : "Their secrets stop"} working at once.`, false);
   if (!sure) return formatNothingChosen(DELETE_DECLINED_MESSAGE, asJson);
 
   const deleted: ApiKeyInfo[] = [];

@@ -9,7 +9,8 @@ import { jsonLine } from "./json-text.ts";
 import { printable } from "./scan-text.ts";
 import type { Skipped } from "./scan-walk.ts";
 
-export type Status = "live" | "disabled" | "expired" | "unknown";
+/** "revoked": the secret of a key deleted or replaced, which the store still recognises (its retired secrets). */
+export type Status = "live" | "disabled" | "expired" | "revoked" | "unknown";
 
 export interface Finding {
   path: string;
@@ -62,11 +63,11 @@ function summary(r: ScanResult): string {
     s.pseudo && plural(s.pseudo, "pseudo file system (/proc, /sys)", "pseudo file systems (/proc, /sys)"),
     s.unreadable && plural(s.unreadable, "unreadable path"),
   ].filter(Boolean);
-  const total = r.counts.live + r.counts.disabled + r.counts.expired + r.counts.unknown;
+  const total = r.counts.live + r.counts.disabled + r.counts.expired + r.counts.revoked + r.counts.unknown;
   const lines = [
     `Scanned ${plural(r.files, "input")} (${mb} MB)${skipped.length ? `; skipped ${skipped.join(", ")}` : ""}.`,
     total
-      ? `Found ${plural(total, "secret")}: ${r.counts.live} live, ${r.counts.disabled ? `${r.counts.disabled} disabled, ` : ""}${r.counts.expired} expired, ${r.counts.unknown} unknown.` +
+      ? `Found ${plural(total, "secret")}: ${r.counts.live} live, ${r.counts.disabled ? `${r.counts.disabled} disabled, ` : ""}${r.counts.expired} expired, ${r.counts.revoked ? `${r.counts.revoked} already revoked, ` : ""}${r.counts.unknown} unknown.` +
         (r.omitted ? ` ${r.omitted} not listed one by one.` : "")
       : "No secrets found.",
   ];
@@ -91,7 +92,9 @@ export function formatScan(r: ScanResult, asJson: boolean): Output {
       ...(f.revoked !== undefined ? { revoked: f.revoked } : {}),
       ...(f.split ? { split: true } : {}),
     }));
-    const body = { ...r.counts, revoked: r.revoked, findings, omitted: r.omitted, scanned: { inputs: r.files, bytes: r.bytes }, skipped, unreadable: unreadablePaths };
+    // `revoked` counts the keys this run revoked; secrets of keys revoked before are `alreadyRevoked`.
+    const { revoked: alreadyRevoked, ...counts } = r.counts;
+    const body = { ...counts, alreadyRevoked, revoked: r.revoked, findings, omitted: r.omitted, scanned: { inputs: r.files, bytes: r.bytes }, skipped, unreadable: unreadablePaths };
     return { stdout: jsonLine(body), exitCode, readerMayLeave: true };
   }
   const stdout = r.findings.map((f) => `${whereOf(f)}: ${f.token} ${statusText(f)}\n`).join("");

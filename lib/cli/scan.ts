@@ -19,7 +19,7 @@ export type { Finding, ScanResult, Status } from "./scan-report.ts";
 /** What a scan needs of a store: look a secret up (by its hash), and delete a key with a reason for the audit trail. */
 export interface ScanStore {
   verify(secret: string): Promise<{ id: string; name: string } | null>;
-  refusal(secret: string, options?: { reportReuse?: boolean }): Promise<{ reason: "expired" | "disabled" | "unknown" }>;
+  refusal(secret: string, options?: { reportReuse?: boolean }): Promise<{ reason: "expired" | "disabled" | "unknown"; retired?: { id: string; name: string } }>;
   deleteById(id: string, options?: { reason?: string }): Promise<{ id: string } | null>;
 }
 
@@ -65,7 +65,7 @@ export async function scan(operands: readonly string[], openStore: () => Promise
       if ((error as { code?: string }).code === "ENOENT") throw new ServiceError("INVALID_INPUT", `No such file or folder: ${displayPath(operand)}`);
     });
   }
-  const result: ScanResult = { findings: [], omitted: 0, counts: { live: 0, disabled: 0, expired: 0, unknown: 0 }, files: 0, bytes: 0, skipped: noneSkipped(), revoked: 0 };
+  const result: ScanResult = { findings: [], omitted: 0, counts: { live: 0, disabled: 0, expired: 0, revoked: 0, unknown: 0 }, files: 0, bytes: 0, skipped: noneSkipped(), revoked: 0 };
   let store: Promise<ScanStore> | undefined;
   /** Each live key found: where first, and how many times (bounded by the keys in the store). */
   const live = new Map<string, { first: Finding; count: number }>();
@@ -79,7 +79,10 @@ export async function scan(operands: readonly string[], openStore: () => Promise
         const key = await keys.verify(secret);
         if (key) return { status: "live" as const, id: key.id, name: key.name };
         // Looking a secret up is no presentation to the service: no `reuse` event for a retired one.
-        return { status: (await keys.refusal(secret, { reportReuse: false })).reason };
+        const refused = await keys.refusal(secret, { reportReuse: false });
+        // What the store knows, as the service says when it is presented: a deleted or replaced key's.
+        if (refused.reason === "unknown" && refused.retired) return { status: "revoked" as const, id: refused.retired.id, name: refused.retired.name };
+        return { status: refused.reason };
       })();
       lookups.set(secret, answer);
     }

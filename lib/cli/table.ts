@@ -23,6 +23,8 @@ export interface Column<T> {
    * every command takes it, so it stays readable while anything else can give).
    */
   keep?: boolean;
+  /** The cell in `width` columns, instead of cutting it with "…" (a time without its hour); undefined: cut it. */
+  shorten?: (text: string, width: number) => string | undefined;
   /** Text after the cell that cutting never removes (the cell itself is cut instead): " (old)". */
   suffix?: (row: T) => string;
   /** Left out of the table (not of the pipe format) when the row cannot fit otherwise, lowest first. */
@@ -73,7 +75,7 @@ function fit<T>(columns: readonly Column<T>[], widths: number[], room: number, d
   ];
   for (const [pass, floor] of floors.entries()) {
     if (pass === 2 && over > 0 && drops.early) return "early";
-    if (pass === 5 && over > 0 && drops.late) return "late";
+    if (pass === 3 && over > 0 && drops.late) return "late";
     while (over > 0) {
       let widest = -1;
       columns.forEach((col, i) => {
@@ -99,8 +101,11 @@ export function renderTable<T>(all: readonly Column<T>[], rows: readonly T[], ro
     cols.map((c) => [c.header, ""]),
     ...rows.map((row) => cols.map((c): [string, string] => [terminalText(c.cell(row)), terminalText(c.suffix?.(row) ?? "")])),
   ];
-  const cut = ([text, suffix]: [string, string], width: number) =>
-    padEnd(truncate(text, Math.max(0, width - displayWidth(suffix))) + suffix, width);
+  const cut = ([text, suffix]: [string, string], width: number, column: Column<T> | undefined) => {
+    const room = Math.max(0, width - displayWidth(suffix));
+    const shortened = displayWidth(text) > room ? column?.shorten?.(text, room) : undefined;
+    return padEnd((shortened ?? truncate(text, room)) + suffix, width);
+  };
   for (;;) {
     const table = cells(columns);
     const droppable = columns.filter((c) => c.dropOrder !== undefined).sort((a, b) => a.dropOrder! - b.dropOrder!);
@@ -114,7 +119,7 @@ export function renderTable<T>(all: readonly Column<T>[], rows: readonly T[], ro
       continue;
     }
     return table
-      .map((r) => r.map((cell, i) => cut(cell, widths[i])).join(" ".repeat(GAP)).trimEnd())
+      .map((r, n) => r.map((cell, i) => cut(cell, widths[i], n === 0 ? undefined : columns[i])).join(" ".repeat(GAP)).trimEnd())
       .join("\n") + "\n";
   }
 }

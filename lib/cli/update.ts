@@ -10,7 +10,9 @@ import type { CliBackend } from "./command.ts";
 import type { ApikeyFlags, LifecycleValues } from "./flags.ts";
 import type { Output } from "./format-results.ts";
 import { formatUpdated } from "./format-scripts.ts";
+import { changedFields, changeLines, fieldsBefore } from "./changes.ts";
 import { chosenKey } from "./usage.ts";
+import { jsonLine } from "./json-text.ts";
 
 /** Changes the chosen key as the flags say; a usage error when they say nothing to change. */
 export async function updateFromFlags(flags: ApikeyFlags, values: LifecycleValues, store: CliBackend, asJson: boolean): Promise<Output> {
@@ -43,5 +45,11 @@ export async function updateFromFlags(flags: ApikeyFlags, values: LifecycleValue
   const before = await chosenKey(flags, store, "update");
   if (setLabels || unsetLabels) patch.labels = applyLabels(before.labels, setLabels, unsetLabels);
   if (flags.dryRun) return await (await import("./dry-run.ts")).previewUpdate(before, patch, store, asJson);
-  return formatUpdated(await store.update(before.id, patch), before, asJson);
+  const after = await store.update(before.id, patch);
+  const changed = changedFields(before, after);
+  const output = formatUpdated(after, before, asJson);
+  // What changed, as --dry-run shows it: -p and -r replace the key's, and what they dropped must show.
+  if (asJson) output.stdout = jsonLine({ ...JSON.parse(output.stdout!), changed, before: fieldsBefore(before, changed) });
+  else output.stdout += changeLines(before, after, changed);
+  return output;
 }

@@ -89,6 +89,28 @@ function toErrorCode(code: unknown, status?: number): ErrorCode {
   return (status && STATUS_CODES[status]) || "INTERNAL";
 }
 
+
+/** Why a connection failed, from the deepest cause (fetch's own message is only "fetch failed"). */
+const CONNECT_FAILURES: Record<string, string> = {
+  ECONNREFUSED: "connection refused: nothing listens there; is `service-api serve` running, on that host and port?",
+  ENOTFOUND: "the host name does not resolve",
+  EAI_AGAIN: "the host name could not be resolved now (DNS)",
+  ECONNRESET: "the connection was reset",
+  EHOSTUNREACH: "the host cannot be reached",
+  ENETUNREACH: "the network cannot be reached",
+  ETIMEDOUT: "the connection timed out",
+  UND_ERR_CONNECT_TIMEOUT: "the connection timed out",
+};
+function unreachableReason(error: unknown): string {
+  let deepest = error;
+  for (let depth = 0; depth < 5 && deepest instanceof Error && deepest.cause !== undefined; depth++) deepest = deepest.cause;
+  const code = (deepest as { code?: unknown })?.code;
+  if (typeof code === "string" && CONNECT_FAILURES[code]) return CONNECT_FAILURES[code];
+  const message = deepest instanceof Error ? deepest.message : String(deepest);
+  // fetch will not connect to ports browsers block (1, 9, 25, 6000, ...): it names no port.
+  return message === "bad port" ? "fetch refuses to connect to this port (one of those browsers block); serve on another" : message;
+}
+
 /**
  * Creates a client.
  *
@@ -133,7 +155,7 @@ export function createClient(options: ClientOptions): Client {
         const cause = error instanceof FetchError ? (error.cause as Error | undefined) ?? error : error;
         const reason = controller.signal.aborted
           ? String((controller.signal.reason as Error).message)
-          : cause instanceof Error ? cause.message : String(cause);
+          : unreachableReason(cause);
         throw new ClientError("STORE_UNAVAILABLE", `Cannot reach the service at ${endpoint}: ${untrustedText(reason, 300)}`, {
           cause: error,
         });

@@ -8,6 +8,7 @@
  */
 import type { KeyBackend, KeyStore } from "../store/key-store.ts";
 import { ServiceError } from "../core/errors.ts";
+import { isWellFormedSecret, SECRET_PREFIX } from "../core/secret.ts";
 import { type Client, createClient } from "./client.ts";
 import { untrustedText } from "./_untrusted.ts";
 import { remoteUsage } from "./_usage.ts";
@@ -63,6 +64,13 @@ export function openRemoteClient(url: string, env: Record<string, string | undef
   const apiKey = env.SERVICE_API_KEY?.trim();
   if (!apiKey) {
     throw new ServiceError("USAGE", "Remote mode needs an API key: set SERVICE_API_KEY to a key with the ADMIN role");
+  }
+  // Said here, naming the variable, rather than as the service's 401: the key never leaves for nothing.
+  if (!isWellFormedSecret(apiKey)) {
+    const what = apiKey.startsWith(SECRET_PREFIX)
+      ? "it starts with 'sapi_' but is not a whole key (its checksum does not match: cut short, mistyped or made up)"
+      : "it does not start with 'sapi_'";
+    throw new ServiceError("UNAUTHENTICATED", `SERVICE_API_KEY is not an API key: ${what}. Set it to the key that --create printed, copied completely`);
   }
   return createClient({ baseUrl: url, apiKey });
 }

@@ -39,9 +39,16 @@ const show = (value: unknown, upper = false) => {
   return JSON.stringify(text).replace(/[\p{C}\p{Zl}\p{Zp}]/gu, (c) => `\\u{${c.codePointAt(0)!.toString(16)}}`);
 };
 
-/** " Did you mean 'X'?" for a short mistyped word; nothing for anything long (a pasted secret, a sentence). */
-const guess = (value: unknown, known: readonly string[]) =>
-  typeof value === "string" && value.length <= 40 ? didYouMean(value, known) : "";
+/**
+ * " Did you mean 'X'?" for a short mistyped word, or the words it begins (`READ`: 'READ_ANY' or 'READ_OWN');
+ * nothing for anything long (a pasted secret, a sentence).
+ */
+const guess = (value: unknown, known: readonly string[]) => {
+  if (typeof value !== "string" || value.length > 40) return "";
+  const typo = didYouMean(value, known);
+  const begun = value === "" ? [] : known.filter((word) => word.startsWith(`${value}_`));
+  return typo || (begun.length > 0 ? ` Did you mean ${begun.map((word) => `'${word}'`).join(" or ")}?` : "");
+};
 
 /** Roles, comma-separated or as a list, case-insensitive; unknown roles are errors naming the valid ones. */
 export const RolesSchema: v.GenericSchema<ListInput, Role[]> = v.pipe(

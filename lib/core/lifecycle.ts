@@ -6,8 +6,9 @@
 import { ServiceError } from "./errors.ts";
 import { redactSecrets } from "./secret.ts";
 
-const UNIT_MS = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
-const DURATION = /^(\d{1,7})([smhd])$/;
+// A week is 7 days and a year 365 (not calendar units: `1y` from 29 February is 28 February next year).
+const UNIT_MS = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000, y: 31_536_000_000 } as const;
+const DURATION = /^(\d{1,7})([smhdwy])$/;
 /** The longest expiry: ten years. Longer reads as a typo (`--expires-in 36500d`), and a key without `--expires-*` never expires. */
 export const MAX_EXPIRY_MS = 3650 * UNIT_MS.d;
 /** The longest grace period of an overwrite. */
@@ -31,7 +32,7 @@ function isRealTime(m: RegExpExecArray): boolean {
 }
 
 /**
- * A duration in milliseconds: a whole number and one unit, s, m, h or d.
+ * A duration in milliseconds: a whole number and one unit, s, m, h, d, w (7 days) or y (365 days).
  * @example parseDuration("90d", "--expires-in") // 7776000000
  */
 export function parseDuration(text: unknown, flag: string): number {

@@ -39,8 +39,21 @@ export const LookupNameSchema: v.GenericSchema<string | undefined, string> = v.p
   v.transform((s) => (isPlainName(s) ? s : s.normalize("NFC"))),
   v.nonEmpty("API key name is required"),
   v.check((s) => [...s].length <= NAME_MAX, `API key name must be at most ${NAME_MAX} characters`),
-  v.check((s) => isPlainName(s) || NAME_CHARS().test(s), NAME_RULE),
+  v.rawCheck(({ dataset, addIssue }) => {
+    if (!dataset.typed || isPlainName(dataset.value) || NAME_CHARS().test(dataset.value)) return;
+    const passing = nameThatPasses(dataset.value);
+    addIssue({ message: passing ? `${NAME_RULE}. Try "${passing}"` : NAME_RULE });
+  }),
 );
+
+/**
+ * The name with its other characters (hyphens, underscores, dots, emoji, tabs) turned into single spaces,
+ * when that passes the rule: `grafana-reader` gives `grafana reader`. Else null.
+ */
+function nameThatPasses(name: string): string | null {
+  const spaced = name.replace(/[^\p{L}\p{N}\p{M} ]+/gu, " ").replace(/ +/g, " ").trim();
+  return spaced !== "" && NAME_CHARS().test(spaced) && nameLookAlikeProblem(spaced) === null && !containsSecret(spaced) ? spaced : null;
+}
 
 /** A new key name: the lookup rule, and nothing that could pass for another name (see lib/core/_names.ts). */
 export const NameSchema: v.GenericSchema<string | undefined, string> = v.pipe(

@@ -26,6 +26,12 @@ export type AnswerVerified = (request: ServiceRequest, key: VerifiedKey, body: s
 /** A route's answer to a request whose key is verified and whose use its controls allowed. */
 export type Admitted = (key: VerifiedKey, secret: string) => MaybePromise<ServiceResponse>;
 
+/** Why a presented secret is not a key: a missing prefix, or a `sapi_` key whose checksum fails. */
+const malformed = (secret: string) =>
+  secret.startsWith("sapi_")
+    ? "Malformed API key: it starts with 'sapi_' but is not a whole key (its checksum does not match): copy it completely"
+    : "Malformed API key: it should start with 'sapi_' and be copied completely";
+
 /**
  * The gate every route that authenticates a key goes through, made once per handler (one throttle, one
  * set of counters for all routes).
@@ -66,7 +72,7 @@ export function createKeyGate(options: HandlerOptions, lastUse: UseRecorder | un
    */
   const admit = (request: ServiceRequest, secret: string, admitted: Admitted, trace?: Trace, refuses?: (key: VerifiedKey) => ServiceResponse | undefined): MaybePromise<ServiceResponse> => {
     // The checksum catches mistyped and made-up keys without touching the store.
-    if (!isWellFormedSecret(secret)) return refuse(request, "malformed", "Malformed API key: it should start with 'sapi_' and be copied completely");
+    if (!isWellFormedSecret(secret)) return refuse(request, "malformed", malformed(secret));
     return after(verify(secret, request.receivedAt), (key) => {
       if (!key) return refused(request, secret); // only now, for the message: a second read, never a write
       if (trace) trace.key = key;

@@ -120,6 +120,9 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
   const verifying: ForwardAuthParts | undefined = options.authEndpoint === false ? undefined : { options, gate, worked: () => outage.worked(), failure };
   const forwardAuth = verifying && createForwardAuth(verifying);
   const unkeyVerify = verifying && createUnkeyVerify({ ...verifying, lastUse });
+  // `GET /` and any other path: what is here, so a browser pointed at the bare address finds its way.
+  const notFound = "Not found: the GraphQL endpoint is POST /graphql" + (explorer ? " (open it in a browser for the explorer)" : "") +
+    `; also ${[site && "GET /console (the web console)", "/healthz", "/readyz", metrics && "/metrics", verifying && "/auth (forward authentication)"].filter(Boolean).join(", ")}`;
 
   /** Routes a request; `trace` collects what the access log and the metrics are told afterwards. */
   const route = (request: ServiceRequest, pathname: string | null, trace: Trace): MaybePromise<AnyResponse> => {
@@ -136,7 +139,7 @@ export function createServiceHandler(options: HandlerOptions): ServiceHandler {
       if (pathname === "/healthz") return healthz(request);
       if (pathname === "/readyz") return ready(request).catch(failure);
       if (pathname === "/metrics" && metrics) return after(metrics(request), (response) => response, failure);
-      return errorResponse(404, "NOT_FOUND", "Not found: the GraphQL endpoint is POST /graphql");
+      return errorResponse(404, "NOT_FOUND", notFound);
     } catch (error) {
       return failure(error);
     }

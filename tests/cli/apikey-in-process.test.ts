@@ -179,7 +179,11 @@ describe("apikey for scripts, in process (issue 15)", () => {
     const store = createKeyStore();
     const { key, id } = JSON.parse((await run(store, create("ci", { json: true, description: "old" }))).written);
     const result = await run(store, { update: true, name: "ci", roles: "viewer", permissions: "docker:read_any", description: "", rename: "ci two" });
-    expect(result.stdout).toBe(`Updated API key 'ci two' (renamed from 'ci') (id ${id})\n`);
+    // What changed, as --dry-run shows it: -r and -p replace the key's, so what they dropped shows too.
+    expect(result.stdout).toBe(
+      `Updated API key 'ci two' (renamed from 'ci') (id ${id})\n` +
+        "  name         ci -> ci two\n  description  old -> none\n  roles        ADMIN -> VIEWER\n  permissions  none -> DOCKER:READ_ANY\n",
+    );
     const verified = await store.verify(key);
     expect(verified).toMatchObject({ id, name: "ci two", roles: ["VIEWER"], permissions: [{ resource: "DOCKER", actions: ["READ_ANY"] }] });
     expect(verified?.description).toBeUndefined();
@@ -218,7 +222,7 @@ describe("apikey for scripts, in process (issue 15)", () => {
   it("--format env gives dotenv lines; the secret goes out once, through delivery", async () => {
     const store = createKeyStore();
     const result = await run(store, create("env", { format: "env" }));
-    expect(result.written).toMatch(/^SERVICE_API_KEY=sapi_\w+\nSERVICE_API_KEY_ID=[0-9a-f-]{36}\nSERVICE_API_KEY_NAME=env\n$/);
+    expect(result.written).toMatch(/^SERVICE_API_KEY_SECRET=sapi_\w+\nSERVICE_API_KEY_ID=[0-9a-f-]{36}\nSERVICE_API_KEY_NAME=env\n$/);
     expect(result.stdout).toBeUndefined();
     const lost = await run(store, create("env two", { format: "env" }), () => "EPIPE");
     expect(lost.exitCode).toBe(1);

@@ -86,13 +86,13 @@ describe("apikey --create", () => {
     expect(dup.stderr).toContain("API key with name 'Caf\u00e9' already exists. Use --overwrite to replace it.");
   });
 
-  it.each([["bad-name"], ["under_score"], ["dot.name"], ["emoji 🔑"], ["tab\tname"]])(
-    "rejects the name %j with the rule and exit 2",
-    async (name) => {
+  it.each([["bad-name", "bad name"], ["under_score", "under score"], ["dot.name", "dot name"], ["emoji 🔑", "emoji"], ["tab\tname", "tab name"]])(
+    "rejects the name %j with the rule, what would pass (%j) and exit 2",
+    async (name, passing) => {
       const result = await cli("apikey", "--create", "--name", name, "--roles", "ADMIN");
       expect(result.code).toBe(2);
-      expect(result.stderr).toContain(
-        "API key name must contain only letters, numbers, and spaces (Unicode letters are supported)",
+      expect(result.stderr).toBe(
+        `Error: API key name must contain only letters, numbers, and spaces (Unicode letters are supported). Try "${passing}"\n`,
       );
       expect(await listJson()).toEqual([]);
     },
@@ -115,6 +115,30 @@ describe("apikey --create", () => {
     expect(result.code).toBe(2);
     expect(oneJson(result)).toEqual({ error: "Please add at least one role or permission to the key.", code: "INVALID_INPUT" });
     expect(await listJson()).toEqual([]);
+  });
+
+  it("says at a terminal which flags give a role or permission, after the specification's sentence (--json keeps it bare)", async () => {
+    const result = await cli("apikey", "--create", "--name", "empty");
+    expect(result.code).toBe(2);
+    expect(result.stderr).toBe(
+      "Error: Please add at least one role or permission to the key. Give --roles <roles>, --permissions <RESOURCE:ACTION,...> or --preset <name> (service-api apikey --create --help lists them).\n",
+    );
+  });
+
+  it("suggests the actions an unknown action begins, as it suggests a mistyped resource", async () => {
+    const result = await cli("apikey", "--create", "--name", "x", "--permissions", "DOCKER:READ");
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/^Error: Unknown permission action "READ"\. Did you mean 'READ_ANY' or 'READ_OWN'\? Valid actions: /);
+    const typo = await cli("apikey", "--create", "--name", "x", "--permissions", "DOCKER:UPDTE_ANY");
+    expect(typo.stderr).toMatch(/^Error: Unknown permission action "UPDTE_ANY"\. Did you mean 'UPDATE_ANY'\? /);
+  });
+
+  it("says a store on the kernel's proc file system cannot be made, also to root", async () => {
+    const result = await runCli(["apikey", "--list", "--store", "fs:/proc/service-api-keys"]);
+    expect(result.code).toBe(3);
+    expect(result.stderr).toBe(
+      "Error: Key store unavailable: fs:/proc/service-api-keys does not exist, and it cannot be created: /proc is on the kernel's process file system (proc), where no directory can be made: choose another --store\n",
+    );
   });
 
   it("rejects an unknown role, listing the valid ones, and creates nothing", async () => {
@@ -167,6 +191,22 @@ describe("apikey --create", () => {
     const result = await cli("apikey", "--create", "--name", "fresh", "--roles", "ADMIN", "--overwrite", "--json");
     expect(result.code).toBe(0);
     expect(await listJson()).toHaveLength(1);
+  });
+});
+
+describe("apikey --update", () => {
+  it("says what changed, in text and in --json: permissions given replace the key's, and the dropped ones show", async () => {
+    await cli("apikey", "--create", "--name", "grafana", "-p", "DOCKER:READ_ANY,VMS:UPDATE_OWN");
+    const text = await cli("apikey", "--update", "--name", "grafana", "-p", "LOGS:READ_ANY");
+    expect(text.code).toBe(0);
+    expect(text.stdout).toMatch(/^Updated API key 'grafana' \(id [0-9a-f-]+\)\n  permissions  DOCKER:READ_ANY,VMS:UPDATE_OWN -> LOGS:READ_ANY\n$/);
+    const json = oneJson(await cli("apikey", "--update", "--name", "grafana", "-p", "LOGS:READ_ANY,VMS:READ_ANY", "--json"));
+    expect(json).toMatchObject({
+      name: "grafana",
+      permissions: [{ resource: "LOGS", actions: ["READ_ANY"] }, { resource: "VMS", actions: ["READ_ANY"] }],
+      changed: ["permissions"],
+      before: { permissions: [{ resource: "LOGS", actions: ["READ_ANY"] }] },
+    });
   });
 });
 
@@ -270,6 +310,27 @@ describe("usage", () => {
     const result = await cli("apikey", "--create", "--bogus", "--json");
     expect(result.code).toBe(2);
     expect(oneJson(result)).toMatchObject({ code: "USAGE", error: expect.stringContaining("--bogus") });
+  });
+
+  it("gives one mode its own short help: its usage, its flags, its examples, within 80 columns", async () => {
+    const help = await runCli(["apikey", "--rotate", "--help"]);
+    expect(help.code).toBe(0);
+    const lines = help.stdout.trimEnd().split("\n");
+    expect(lines.length).toBeLessThanOrEqual(40);
+    expect(lines.filter((line) => line.length > 80)).toEqual([]);
+    expect(help.stdout).toMatch(/^ {2}service-api apikey --rotate \(--name <name> \| --id <id>\) \[--grace <dur>\]/m);
+    for (const flag of ["--name", "--id", "--grace", "--output", "--format", "--store"]) expect(help.stdout).toMatch(new RegExp(`^  ${flag}\\b`, "m"));
+    for (const other of ["--filter", "--rate-limit", "--expired", "--roles"]) expect(help.stdout).not.toContain(other);
+    expect(help.stdout).toContain("service-api apikey --rotate --name ci --grace 10m --output ci.key");
+    expect(help.stdout).toContain("docs/cli.md");
+  });
+
+  it("writes every value in angle brackets, --rate-limit's and --credits' too", async () => {
+    const help = (await runCli(["apikey", "--help"])).stdout;
+    expect(help).toMatch(/^ {2}--rate-limit <limits> /m);
+    expect(help).toMatch(/^ {2}--credits <n> /m);
+    expect(help).not.toMatch(/--\w[\w-]* \[\w/);
+    expect(help).toContain("service-api apikey --<mode> --help");
   });
 
   it("prints help and the version with exit 0", async () => {

@@ -23,8 +23,20 @@ describe("parseArgv", () => {
     expect((await parse("apikey", "--create", "-d", "-5", "--name", "-7")).flags).toMatchObject({ description: "-5", name: "-7" });
     expect((await parse("apikey", "--list", "--limit", "-1")).flags).toMatchObject({ list: true, limit: "-1" });
     expect((await parse("apikey", "--list", "--limit", "-0.5")).flags).toMatchObject({ limit: "-0.5" });
-    // A dash word that is not a number is still a flag of its own.
-    expect(await usage("apikey", "--list", "--limit", "-x")).toMatch(/^Unknown option `-x`/);
+    // A dash word that is not a number is still read as a flag; the message says how to give it as the value.
+    expect(await usage("apikey", "--list", "--limit", "-x")).toBe(
+      "--limit takes a value, and '-x' after it starts with a dash, so it was read as options (Unknown option `-x`). To give a value that starts with a dash, join it to the flag: --limit='-x'",
+    );
+  });
+
+  it("takes a dash word with a space in it as the value, and names the flag and --flag=<value> for one without", async () => {
+    expect((await parse("apikey", "--create", "-d", "- note", "--name", "x")).flags).toMatchObject({ description: "- note", name: "x" });
+    expect(await usage("apikey", "--create", "--name", "x", "-d", "-note")).toBe(
+      "-d takes a value, and '-note' after it starts with a dash, so it was read as options (Unknown option `-n`). To give a value that starts with a dash, join it to the flag: --description='-note'",
+    );
+    expect((await parse("apikey", "--create", "--description=-note")).flags).toMatchObject({ description: "-note" });
+    // A flag of the command after a value flag is not taken as its value.
+    expect(await usage("apikey", "--create", "--name", "--json")).toContain("`--name <name>` value is missing");
   });
 
   it("finds the command after global options, and a command's argument under its name", async () => {

@@ -103,19 +103,32 @@ describe("expiry flags", () => {
     const { cli } = fresh();
     const { id } = json(await cli("--create", "--name", "ci", "-r", "VIEWER", "--json"));
     const set = await cli("--update", "--name", "ci", "--expires-at", `${nextYear}-01-01`);
-    expect([set.code, set.stdout]).toEqual([0, `Updated API key 'ci' (id ${id}); it expires ${nextYear}-01-01 00:00:00 UTC\n`]);
+    expect([set.code, set.stdout]).toEqual([
+      0,
+      `Updated API key 'ci' (id ${id}); it expires ${nextYear}-01-01 00:00:00 UTC\n  expires      never -> ${nextYear}-01-01 00:00:00 UTC\n`,
+    ]);
     const viaJson = json(await cli("--update", "--id", id, "--expires-in", "30m", "--json"));
     expect(Date.parse(viaJson.expiresAt) - Date.now()).toBeGreaterThan(29 * 60_000);
     const cleared = await cli("--update", "--name", "ci", "--no-expiry");
-    expect(cleared.stdout).toBe(`Updated API key 'ci' (id ${id}); it no longer expires\n`);
+    expect(cleared.stdout).toMatch(new RegExp(`^Updated API key 'ci' \\(id ${id}\\); it no longer expires\n  expires      \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d UTC -> never\n$`));
     const [key] = json(await cli("--list", "--json")).keys;
     expect(key).not.toHaveProperty("expiresAt");
     expect(key.id).toBe(id); // the same key: its secret stays
   });
 
+  it.each([["1w", 7], ["2w", 14], ["1y", 365]])("--expires-in %s is %i days", async (duration, days) => {
+    const { cli } = fresh();
+    const before = Date.now();
+    const made = await cli("--create", "--name", "ci", "-r", "VIEWER", "--expires-in", duration, "--json");
+    expect(made.code, made.stderr).toBe(0);
+    const lifetime = Date.parse(json(made).expiresAt) - before;
+    expect(lifetime).toBeGreaterThanOrEqual(days * 86_400_000);
+    expect(lifetime).toBeLessThan(days * 86_400_000 + 60_000);
+  });
+
   it.each([
     [["--update", "--name", "ci", "--no-expiry", "--expires-in", "1d"], "Use --no-expiry or --expires-in, not both"],
-    [["--update", "--name", "ci", "--expires-in", "1y"], "--expires-in needs a duration"],
+    [["--update", "--name", "ci", "--expires-in", "1mo"], "--expires-in needs a duration"],
     [["--create", "--name", "ci", "-r", "ADMIN", "--no-expiry"], "--create does not take --no-expiry"],
     [["--list", "--expires-in", "1d"], "--list does not take --expires-in"],
     [["--delete", "--name", "ci", "--grace", "1m"], "--delete does not take --grace"],

@@ -108,8 +108,8 @@ describe("interactive create", () => {
     const store = createKeyStore();
     const s = scripted([
       name("deploy-key"),
-      [NAME, new RegExp(`^${NAME_RULE.replace(/[()]/g, "\\$&")}\\n.*API key name`), "deploy_key"],
-      [NAME, /letters, numbers, and spaces/, "   "],
+      [NAME, new RegExp(`^${NAME_RULE.replace(/[()]/g, "\\$&")}\\. Try "deploy key"\\n.*API key name`), "deploy_key"],
+      [NAME, /letters, numbers, and spaces.*Try "deploy key"/, "   "],
       [NAME, /API key name is required/, "  Déploiement 2  "],
       description(),
       roles(["GUEST"]),
@@ -269,7 +269,7 @@ describe("interactive create", () => {
       name("typed"), description(), roles([]),
       permissionsHow("type"),
       ["text", /^Permissions, comma-separated/, "docker:read"],
-      ["text", /^Unknown permission action "READ"\. Valid actions: CREATE_ANY.*\nPermissions/, "DOCKR:READ_ANY"],
+      ["text", /^Unknown permission action "READ"\. Did you mean 'READ_ANY' or 'READ_OWN'\? Valid actions: CREATE_ANY.*\nPermissions/, "DOCKR:READ_ANY"],
       ["text", /^Unknown permission resource "DOCKR"/, "docker"],
       ["text", /^Invalid permission "DOCKER": expected RESOURCE:ACTION/, " docker:read_any , vms:update_any"],
     ]);
@@ -429,7 +429,7 @@ describe("interactive delete", () => {
     const [alpha, beta] = await store.list();
     const s = scripted([
       ["multiselect", /^API keys to delete/, [beta.id]],
-      ["confirm", /^Delete 1 API key \('beta'\)\?/, true],
+      ["confirm", /^Delete 1 API key \('beta'\)\? Its secret stops working at once\.$/, true],
     ]);
     const out = await interactiveDelete({ delete: true }, store, { prompt: s.prompt });
     s.done();
@@ -456,7 +456,7 @@ describe("interactive delete", () => {
     const keys = await store.list();
     const s = scripted([
       ["multiselect", /^API keys/, [keys[0].id, keys[2].id]],
-      ["confirm", /^Delete 2 API keys \('a', 'c'\)\?/, true],
+      ["confirm", /^Delete 2 API keys \('a', 'c'\)\? Their secrets stop working at once\.$/, true],
     ]);
     const out = await interactiveDelete({ delete: true }, store, { prompt: s.prompt });
     expect(out.stdout).toBe("Successfully deleted 2 API keys\n");

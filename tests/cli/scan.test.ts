@@ -116,8 +116,15 @@ describe("apikey --scan", () => {
     expect(list.keys.map((k: { id: string }) => k.id)).not.toContain(leaked.id);
     const events = JSON.parse((await cli("apikey", "--audit", "--json")).stdout).events;
     expect(events.at(-1)).toMatchObject({ action: "delete", id: leaked.id, reason: `leaked: found by apikey --scan at ${dir}/copy.sh:1:3 and 1 more place` });
+    // Scanned again, the secret is what the store knows it to be (as the service logs it): a revoked key's.
     const text = await cli("apikey", "--scan", dir);
-    expect([text.code, text.stdout]).toEqual([0, `${dir}/copy.sh:1:3: ${leaked.key.slice(0, 7)}…${leaked.key.slice(-3)} unknown\n${dir}/deploy.sh:1:12: ${leaked.key.slice(0, 7)}…${leaked.key.slice(-3)} unknown\n`]);
+    const masked = `${leaked.key.slice(0, 7)}…${leaked.key.slice(-3)}`;
+    const revokedKey = `revoked key 'leaked key' (id ${leaked.id})`;
+    expect([text.code, text.stdout]).toEqual([0, `${dir}/copy.sh:1:3: ${masked} ${revokedKey}\n${dir}/deploy.sh:1:12: ${masked} ${revokedKey}\n`]);
+    expect(text.stderr).toContain("Found 2 secrets: 0 live, 0 expired, 2 already revoked, 0 unknown.");
+    const again = await scanJson(dir);
+    expect(again.report).toMatchObject({ live: 0, alreadyRevoked: 2, unknown: 0, revoked: 0 });
+    expect(again.report.findings[0]).toMatchObject({ status: "revoked", id: leaked.id, name: "leaked key" });
   });
 
   it("finds a secret split over two lines or by a zero-width space, and says it was split", async () => {

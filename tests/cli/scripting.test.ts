@@ -9,6 +9,7 @@ import { CLI, ROOT, type RunResult, runCli, tempDir } from "../helpers/cli.ts";
 import { type ServerProcess, startServer } from "../helpers/server.ts";
 import { ACTIONS, RESOURCES, ROLES } from "../../lib/core/model.ts";
 import { openKeyStore, parseStoreSpec } from "../../lib/store/config.ts";
+import { generateSecret } from "../../lib/core/secret.ts";
 
 const tmp = tempDir();
 afterAll(() => tmp.cleanup());
@@ -81,7 +82,8 @@ describe("idempotent scripts and exit statuses", () => {
       expect(down.code, down.stderr).toBe(3);
       expect(json(down).code).toBe("STORE_UNAVAILABLE");
     }
-    const remote = await runCli(["apikey", "--list", "--url", "http://127.0.0.1:1"], { env: { SERVICE_API_KEY: "sapi_x" } });
+    // A well-formed key (one that is no key is refused before anything is sent, exit 1).
+    const remote = await runCli(["apikey", "--list", "--url", "http://127.0.0.1:1"], { env: { SERVICE_API_KEY: generateSecret() } });
     expect(remote.code).toBe(3);
   });
 });
@@ -208,15 +210,18 @@ describe("secrets to files", () => {
     expect(await names(cli)).toEqual([]);
   });
 
-  it("--format env prints dotenv lines that a shell can source", async () => {
+  it("--format env prints dotenv lines that a shell can source, leaving SERVICE_API_KEY (remote mode's key) alone", async () => {
     const cli = fresh();
     const made = await cli("--create", "--name", "env key", "-r", "GUEST", "--format", "env");
     expect(made.code).toBe(0);
-    expect(made.stdout).toMatch(/^SERVICE_API_KEY=sapi_\w+\nSERVICE_API_KEY_ID=[0-9a-f-]{36}\nSERVICE_API_KEY_NAME='env key'\n$/);
+    expect(made.stdout).toMatch(/^SERVICE_API_KEY_SECRET=sapi_\w+\nSERVICE_API_KEY_ID=[0-9a-f-]{36}\nSERVICE_API_KEY_NAME='env key'\n$/);
     const file = join(tmp.dir, "made.env");
     writeFileSync(file, made.stdout);
-    const sourced = spawnSync("sh", ["-c", `. ${file} && printf '%s|%s' "$SERVICE_API_KEY" "$SERVICE_API_KEY_NAME"`], { encoding: "utf8" });
-    expect(sourced.stdout).toBe(`${/SERVICE_API_KEY=(\S+)/.exec(made.stdout)![1]}|env key`);
+    const sourced = spawnSync("sh", ["-c", `. ${file} && printf '%s|%s|%s' "$SERVICE_API_KEY_SECRET" "$SERVICE_API_KEY_NAME" "$SERVICE_API_KEY"`], {
+      encoding: "utf8",
+      env: { ...process.env, SERVICE_API_KEY: "the key remote mode uses" },
+    });
+    expect(sourced.stdout).toBe(`${/SERVICE_API_KEY_SECRET=(\S+)/.exec(made.stdout)![1]}|env key|the key remote mode uses`);
   });
 });
 

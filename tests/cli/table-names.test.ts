@@ -99,3 +99,22 @@ describe.skipIf(!hasTmux && !process.env.CI)("a key and its grace-period twin on
     expect(remove).toMatch(new RegExp(`ci pipeline \\(new\\) +${newId}`));
   });
 });
+
+describe.skipIf(!hasTmux && !process.env.CI)("--list on an 80-column terminal", { timeout: 90_000 }, () => {
+  test("keeps 'grafana dashboard' whole and every row within 80 columns, giving up empty columns and the times' minutes first", async () => {
+    const store = join(tmp.dir, "grafana");
+    for (const args of [
+      ["--name", "grafana dashboard", "-p", "DOCKER:READ_ANY,VMS:UPDATE_OWN", "--expires-in", "1y", "--label", "team=ops"],
+      ["--name", "ci", "-r", "VIEWER", "--expires-in", "30d"],
+    ]) {
+      const made = await runCli(["apikey", "--create", ...args, "--store", store]);
+      expect(made.code, made.stderr).toBe(0);
+    }
+    const screen = await onTerminal(["apikey", "--list", "--store", store], /\[exit 0\]/);
+    const rows = screen.split("\n").slice(0, 3);
+    for (const row of rows) expect(displayWidth(row.trimEnd()), row).toBeLessThanOrEqual(80);
+    expect(rows[0]).toMatch(/^NAME +ID +ROLES +PERMISSIONS +EXPIRES +LAST USED/);
+    expect(rows[0]).not.toContain("DESCRIPTION"); // no key has one
+    expect(rows[1]).toMatch(/^grafana dashboard  /);
+  });
+});

@@ -1,5 +1,6 @@
 // Remote mode: `apikey --url <base_url>` acts on a live server through GraphQL and must print what
 // local mode prints, with the same exit statuses. Also the client's typed errors.
+import { createServer, type AddressInfo } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RunResult, runCli, tempDir } from "../helpers/cli.ts";
@@ -40,6 +41,15 @@ const normalize = (r: RunResult) => ({
     .replace(/\d{4}-\d\d-\d\dT[\d:.]+Z/g, "<time>"),
   stderr: r.stderr.replace(/[0-9a-f]{8}-[0-9a-f-]{27}/g, "<id>"),
 });
+
+/** A loopback port nothing listens on (it was free a moment ago). */
+async function closedPort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise((resolve) => probe.close(resolve));
+  return port;
+}
 
 describe("apikey --url (remote mode)", () => {
   it.each([
@@ -87,6 +97,12 @@ describe("apikey --url (remote mode)", () => {
     const refused = await remote(["--list", "--json"], "sapi_not_a_real_key");
     expect(refused.code).toBe(1);
     expect(JSON.parse(refused.stdout).code).toBe("UNAUTHENTICATED");
+    // A key that is no key is said to be so, naming the variable, not "should start with 'sapi_'".
+    const bogus = await remote(["--list"], "sapi_bogus");
+    expect(bogus.code).toBe(1);
+    expect(bogus.stderr).toBe(
+      "Error: SERVICE_API_KEY is not an API key: it starts with 'sapi_' but is not a whole key (its checksum does not match: cut short, mistyped or made up). Set it to the key that --create printed, copied completely\n",
+    );
 
     const viewer = JSON.parse((await remote(["--create", "--name", "viewer", "--roles", "VIEWER", "--json"])).stdout).key;
     const forbidden = await remote(["--create", "--name", "by viewer", "--roles", "GUEST", "--json"], viewer);
@@ -96,6 +112,15 @@ describe("apikey --url (remote mode)", () => {
     const down = await runCli(["apikey", "--list", "--json", "--url", "http://127.0.0.1:1"], { env: { SERVICE_API_KEY: adminKey } });
     expect(down.code).toBe(3); // an unreachable service is a broken environment, not a refusal
     expect(JSON.parse(down.stdout)).toMatchObject({ code: "STORE_UNAVAILABLE", error: expect.stringContaining("Cannot reach the service") });
+    expect(JSON.parse(down.stdout).error).toBe(
+      "Cannot reach the service at http://127.0.0.1:1/graphql: fetch refuses to connect to this port (one of those browsers block); serve on another",
+    );
+    const closed = await closedPort();
+    const refusedText = await runCli(["apikey", "--list", "--url", `http://127.0.0.1:${closed}`], { env: { SERVICE_API_KEY: adminKey } });
+    expect(refusedText.code).toBe(3);
+    expect(refusedText.stderr).toBe(
+      `Error: Cannot reach the service at http://127.0.0.1:${closed}/graphql: connection refused: nothing listens there; is \`service-api serve\` running, on that host and port?\n`,
+    );
 
     const both = await runCli(["apikey", "--list", "--url", server.url, "--store", local], { env: { SERVICE_API_KEY: adminKey } });
     expect(both.code).toBe(2);

@@ -85,9 +85,9 @@ describe("new names", () => {
     expect(problem("ci key 2024")).toBeNull();
   });
 
-  it("keeps the reference message for characters that are not letters, digits or spaces", () => {
+  it("keeps the reference message for characters that are not letters, digits or spaces, and says what would pass", () => {
     expect(problem("bad-name")).toBe(
-      "API key name must contain only letters, numbers, and spaces (Unicode letters are supported)",
+      'API key name must contain only letters, numbers, and spaces (Unicode letters are supported). Try "bad name"',
     );
   });
 

@@ -157,7 +157,7 @@ describe("GraphQL key mutations", () => {
     const bad = await gql(admin.key, CREATE, { input: { name: "bad-name", roles: ["ADMIN"] } });
     expect(bad.body.data.apiKey.create).toBeNull();
     expect(bad.body.errors[0]).toMatchObject({
-      message: "API key name must contain only letters, numbers, and spaces (Unicode letters are supported)",
+      message: 'API key name must contain only letters, numbers, and spaces (Unicode letters are supported). Try "bad name"',
       extensions: { code: "INVALID_INPUT" },
     });
     // Optional fields sent as null are treated as absent, as GraphQL clients commonly send them.

@@ -19,12 +19,15 @@ export interface RunOptions {
   /** Written to stdin, which is then closed (stdin is never a terminal here). */
   input?: string;
   timeoutMs?: number;
+  /** A command prefix to run the CLI through, like `AS_NOBODY` (tests/helpers/users.ts). */
+  as?: string[];
 }
 
 /** Runs `node dist/cli.cjs ...args` and resolves with its exit status and output. */
 export function runCli(args: string[], options: RunOptions = {}): Promise<RunResult> {
   return new Promise((resolvePromise, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], {
+    const [command, ...prefix] = [...(options.as ?? []), process.execPath];
+    const child = spawn(command, [...prefix, CLI, ...args], {
       env: { ...process.env, LOG_LEVEL: undefined, NO_COLOR: "1", ...options.env },
       stdio: ["pipe", "pipe", "pipe"],
       timeout: options.timeoutMs ?? 20_000,

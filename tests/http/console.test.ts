@@ -133,6 +133,10 @@ describe("console in a browser", () => {
     await expect.poll(() => audit.innerText()).toMatch(/delete\s+ci deploy 2\s+key ops admin/);
     expect(await audit.innerText()).toMatch(/update\s+ci deploy 2\s+key ops admin\s+name, description, roles/);
     expect(await audit.innerText()).toMatch(/create\s+ci deploy\s+key ops admin/);
+    // Oldest first, as `--audit` prints it, and every time with its zone, as the CLI writes it.
+    const rows = await audit.locator("tbody tr").allInnerTexts();
+    expect(rows.findIndex((row) => /\bcreate\s+ci deploy\b/.test(row))).toBeLessThan(rows.findIndex((row) => /\bdelete\s+ci deploy 2\b/.test(row)));
+    for (const time of await audit.locator("tbody time").allInnerTexts()) expect(time).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d UTC$/);
     await page.getByLabel("Show changes from").selectOption("1h");
     await expect.poll(() => audit.innerText()).toMatch(/delete\s+ci deploy 2/);
     await page.screenshot({ path: join(ARTEFACTS, "console-1280-audit.png"), fullPage: true });

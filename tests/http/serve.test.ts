@@ -126,11 +126,25 @@ describe("service-api serve", () => {
     expect(mutation.status).toBe(405);
   });
 
+  it("refuses a made-up sapi_ key saying it is not whole, and a key without the prefix saying it needs one", async () => {
+    const made = await gql(server.url, "{ online }", { key: "sapi_bogus" });
+    expect(made.status).toBe(401);
+    expect(made.body.errors[0].message).toBe("Malformed API key: it starts with 'sapi_' but is not a whole key (its checksum does not match): copy it completely");
+    const bare = await gql(server.url, "{ online }", { key: "bogus" });
+    expect(bare.body.errors[0].message).toBe("Malformed API key: it should start with 'sapi_' and be copied completely");
+  });
+
   it("GET /healthz answers 200 without a key; other paths 404", async () => {
     const health = await fetch(`${server.url}/healthz`);
     expect(health.status).toBe(200);
     expect(await health.json()).toEqual({ status: "ok" });
     expect((await fetch(`${server.url}/admin`)).status).toBe(404);
+    // The bare address says where things are.
+    const root = await fetch(`${server.url}/`);
+    expect(root.status).toBe(404);
+    expect((await root.json()).errors[0].message).toBe(
+      "Not found: the GraphQL endpoint is POST /graphql (open it in a browser for the explorer); also GET /console (the web console), /healthz, /readyz, /metrics",
+    );
   });
 
   it("refuses a bad port with exit 2 and a taken port with exit 1, naming the problem", async () => {

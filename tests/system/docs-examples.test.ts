@@ -139,6 +139,18 @@ describe("shell examples in the docs", () => {
     for (const block of BLOCKS) expect(block.steps.length, `${block.file}:${block.line}`).toBeGreaterThan(0);
   });
 
+  it("every block that starts the service in the background waits for it to answer before calling it", () => {
+    // `serve &` returns before the service listens; a reader copying the block has no harness waiting
+    // for its lines, so the block itself must wait (a bare `curl -s` right after printed nothing).
+    const wait = /^curl -fsS --retry \d+ --retry-delay 1 --retry-connrefused .*http:\/\/127\.0\.0\.1:3001\/healthz$/;
+    for (const block of BLOCKS) {
+      block.steps.forEach((step, n) => {
+        if (!/^service-api serve\b.*&\s*$/.test(step.command)) return;
+        expect(block.steps[n + 1]?.command ?? "", `${block.file}:${block.line}: the step after \`${step.command}\``).toMatch(wait);
+      });
+    }
+  });
+
   it.each(BLOCKS.map((block, index) => [`${block.file}:${block.line}`, block, index] as const))(
     "%s prints what it shows",
     async (_where, block, index) => {

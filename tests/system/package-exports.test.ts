@@ -138,6 +138,12 @@ describe("package exports", () => {
     expect(table.map((line) => /^\| `([^`]+)` \|.*\| `([^`]+)` \|$/.exec(line)?.slice(1, 3)).sort()).toEqual(rows.sort());
   });
 
+  it("npm pack's tarball in the clone is ignored by git, as the README's install makes it there", () => {
+    const name = `${JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")).name}-0.1.0.tgz`;
+    // check-ignore exits 0 and prints the path when a rule ignores it (1, and nothing, when none does).
+    expect(execFileSync("git", ["check-ignore", "--no-index", name], { cwd: ROOT, encoding: "utf8" }).trim()).toBe(name);
+  });
+
   it("deno.json exports the same subpaths as package.json", () => {
     const npm = Object.keys(JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")).exports).filter((k) => k !== "./package.json");
     const deno = Object.keys(JSON.parse(readFileSync(join(ROOT, "deno.json"), "utf8")).exports).filter((k) => k !== "./cli");

@@ -97,6 +97,34 @@ function serveSettings(flags: ServeFlags, env: Env) {
   };
 }
 
+/**
+ * Why the service could not listen, and what to change: a busy port or one that needs rights exits 1 (the
+ * operation could not be done), a host that does not resolve or is not an address of this machine exits 2
+ * (bad input). Anything else is passed on as it came.
+ */
+export function listenFailure(error: unknown, host: string, port: number): unknown {
+  const cause = (error as { cause?: { code?: unknown; name?: unknown } })?.cause ?? (error as { code?: unknown; name?: unknown });
+  const code = String(cause?.code ?? cause?.name ?? "");
+  const where = `Cannot listen on ${host.includes(":") ? `[${host}]` : host}:${port}`;
+  const otherPort = "choose another port with --port <port> or PORT (0 picks a free one)";
+  if (code === "EADDRINUSE" || code === "AddrInUse") {
+    return new ServiceError("INTERNAL", `${where}: address already in use (another service-api, or another program). Stop it, or ${otherPort}`, { cause: error });
+  }
+  if (code === "EACCES" || code === "PermissionDenied") {
+    const why = port < 1024 ? `ports below 1024 need root or CAP_NET_BIND_SERVICE` : `permission denied`;
+    return new ServiceError("INTERNAL", `${where}: ${why}. Run with those rights, or ${otherPort}`, { cause: error });
+  }
+  if (code === "ENOTFOUND" || code === "EAI_AGAIN" || code === "EADDRNOTAVAIL" || code === "AddrNotAvailable") {
+    const why = code === "EADDRNOTAVAIL" || code === "AddrNotAvailable" ? "not an address of this machine" : "the host name does not resolve";
+    return new ServiceError(
+      "USAGE",
+      `${where}: ${why}. Use --host <address> or HOST with one of this machine's addresses: 127.0.0.1 (this machine only), 0.0.0.0 (every interface) or ::`,
+      { cause: error },
+    );
+  }
+  return error;
+}
+
 /** Waits for SIGTERM or SIGINT, then stops accepting, lets requests in flight finish and closes the store. */
 async function stopOnSignal(server: { close(): Promise<void> }, store: { close(): Promise<void> }, info: (line: string) => void): Promise<void> {
   const signal = await new Promise<string>((resolve) => {
@@ -178,9 +206,11 @@ export async function runServe(
     }));
   } catch (error) {
     await store.close();
-    throw error;
+    log.flush(); // the lines before the failure go first: the error is the last thing printed
+    throw listenFailure(error, host, port);
   }
-  const listening = `service-api listening on ${server.url} (POST ${server.url}/graphql, GET ${server.url}/healthz, /readyz, /metrics)`;
+  // One line of a terminal at 80 columns for a loopback address: the paths, not the URL again and again.
+  const listening = `service-api listening on ${server.url} (/graphql${flags.console !== false ? ", /console" : ""}, /healthz)`;
   // A port the system chose appears nowhere else: that line is written at LOG_LEVEL=warn and error too.
   if (port === 0) log.announce(listening);
   else info(listening);

@@ -29,11 +29,32 @@ export function fsPresence(dir: string): FsPresence {
     return { exists: false, creatable: false, why: printable(`${above} is not a directory`) };
   }
   const user = `uid ${process.geteuid?.() ?? "?"}`;
+  // Root passes every access check, also on the kernel's own file systems, where no directory can be made.
+  const kernel = kernelFileSystem(above);
+  if (kernel) return { exists: false, creatable: false, why: printable(`${above} is on ${kernel}, where no directory can be made: choose another --store`) };
   try {
     fs.accessSync(above, fs.constants.W_OK | fs.constants.X_OK);
     return { exists: false, creatable: true, why: printable(`${user} may create it in ${above}`) };
   } catch (error) {
     return { exists: false, creatable: false, why: printable(`${user} may not create it in ${above} (${(error as { code?: string })?.code ?? error})`) };
+  }
+}
+
+/** statfs(2) types of the kernel's file systems that hold no files of anyone's (see statfs(2)). */
+const KERNEL_FILE_SYSTEMS: Record<number, string> = {
+  0x9fa0: "the kernel's process file system (proc)",
+  0x62656572: "the kernel's sysfs",
+  0x63677270: "the kernel's cgroup file system",
+  0x27e0eb: "the kernel's cgroup file system",
+  0x1cd1: "the kernel's devpts",
+};
+
+/** Which of the kernel's file systems `dir` is on, or undefined (also where statfs is unavailable). */
+function kernelFileSystem(dir: string): string | undefined {
+  try {
+    return KERNEL_FILE_SYSTEMS[Number(fs.statfsSync(dir).type)];
+  } catch {
+    return undefined;
   }
 }
 
