@@ -143,7 +143,7 @@ describe("service-api serve", () => {
     const root = await fetch(`${server.url}/`);
     expect(root.status).toBe(404);
     expect((await root.json()).errors[0].message).toBe(
-      "Not found: the GraphQL endpoint is POST /graphql (open it in a browser for the explorer); also GET /console (the web console), /healthz, /readyz, /metrics",
+      "Not found: the GraphQL endpoint is POST /graphql (open it in a browser for the explorer); also GET /console (the web console), /healthz, /readyz, /metrics, /auth (forward authentication)",
     );
   });
 
