@@ -81,6 +81,7 @@ const SYNC_ALLOWED: Record<string, string> = {
   "lib/store/drivers/_fs-ops.ts": "blockingOps, the file operations of a process that makes one change and exits (the CLI)",
   "lib/store/drivers/_fs-presence.ts": "what a store's directory is before it is opened: doctor, and the CLI listing a store that does not exist",
   "lib/store/drivers/_fs-owner.ts": "root becoming the store's owner, once, when the store is opened",
+  "lib/store/drivers/_redis-options.ts": "the TLS files SERVICE_API_REDIS_TLS_* name, read once as --store is read (a wrong path is exit 2 before any work)",
 };
 
 it("calls synchronous node:fs functions below the CLI only where the CLI or start-up does", () => {

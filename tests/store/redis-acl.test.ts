@@ -59,7 +59,7 @@ describe("a Redis user with least privilege", () => {
       const answer = await gql(server.url, "{ me { name } apiKeys { name } }", { key });
       expect(answer.status).toBe(200);
       expect(answer.body).toMatchObject({ data: { me: { name: "ops" } } });
-      const made = await gql(server.url, 'mutation { apiKey { create(input: { name: "via graphql", roles: [GUEST] }) { id } } }', { key });
+      const made = await gql(server.url, 'mutation { apiKey { create(input: { name: "via graphql", roles: [GUEST], credits: { remaining: 1 }, rateLimits: [{ limit: 1, durationMs: 60000 }] }) { id } } }', { key }); // within the metered maker's own credits and limit
       expect(made.body.errors).toBeUndefined();
       expect((await fetch(`${server.url}/readyz`)).status).toBe(200);
     } finally {
