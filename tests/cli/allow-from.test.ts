@@ -1,17 +1,11 @@
 // `apikey --allow-from`: the IP allow-list a key is stored with (normalised), what --list, --list --json,
 // the pipe format and --dry-run show, --update's replacement and `any`, a rotation keeping it, and the
 // refusal of a bad entry (exit 2, the entry named, nothing created).
-import { afterEach, describe, expect, it } from "vitest";
-import { cliWithStore } from "../helpers/cli.ts";
+import { describe, expect, it } from "vitest";
+import { freshStores } from "../helpers/cli.ts";
 import { listTable } from "../../lib/cli/list.ts";
 
-const stores: (() => void)[] = [];
-afterEach(() => stores.splice(0).forEach((cleanup) => cleanup()));
-const fresh = () => {
-  const s = cliWithStore();
-  stores.push(s.cleanup);
-  return s;
-};
+const fresh = freshStores();
 type Cli = ReturnType<typeof fresh>["cli"];
 const listed = async (cli: Cli) => JSON.parse((await cli("apikey", "--list", "--json")).stdout).keys;
 

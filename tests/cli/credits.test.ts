@@ -1,18 +1,12 @@
 // `apikey --credits`, `--refill`, `--no-credits`: what --list, --list --json and --update show, the
 // refusals of bad values (exit 2, the valid form named, nothing changed), the audit trail, and the
 // remote client (`--url`) carrying credits both ways.
-import { afterEach, describe, expect, it } from "vitest";
-import { cliWithStore, runCli } from "../helpers/cli.ts";
+import { describe, expect, it } from "vitest";
+import { freshStores, runCli } from "../helpers/cli.ts";
 import { listTable } from "../../lib/cli/list.ts";
 import { startServer } from "../helpers/server.ts";
 
-const stores: (() => void)[] = [];
-afterEach(() => stores.splice(0).forEach((cleanup) => cleanup()));
-const fresh = () => {
-  const s = cliWithStore();
-  stores.push(s.cleanup);
-  return s;
-};
+const fresh = freshStores();
 const listJson = async (cli: ReturnType<typeof fresh>["cli"]) => JSON.parse((await cli("apikey", "--list", "--json")).stdout).keys;
 
 describe("apikey --credits", () => {

@@ -3,6 +3,7 @@ import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { afterEach } from "vitest";
 
 export const ROOT = resolve(import.meta.dirname, "../..");
 export const CLI = join(ROOT, "dist/cli.cjs");
@@ -53,4 +54,15 @@ export function cliWithStore(): { store: string; cli: (...args: string[]) => Pro
   const { dir, cleanup } = tempDir();
   const store = join(dir, "keys");
   return { store, cli: (...args) => runCli([...args, "--store", store]), cleanup };
+}
+
+/** `cliWithStore` for each call, every store removed after the test it was made in (call once per file or describe). */
+export function freshStores(): () => ReturnType<typeof cliWithStore> {
+  const stores: (() => void)[] = [];
+  afterEach(() => stores.splice(0).forEach((cleanup) => cleanup()));
+  return () => {
+    const made = cliWithStore();
+    stores.push(made.cleanup);
+    return made;
+  };
 }

@@ -1,20 +1,14 @@
 // Per-key rate limits: the CLI's flags and refusals, what --list, --list --json and GraphQL show, the 429
 // and the RateLimit headers of a server on a files store, and the exact count of two servers on one Redis.
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { cliWithStore, runCli } from "../helpers/cli.ts";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { cliWithStore, freshStores, runCli } from "../helpers/cli.ts";
 import { type RedisServer, startRedis } from "../helpers/redis.ts";
 import { gql, type ServerProcess, startServer } from "../helpers/server.ts";
 
 const created = (stdout: string) => JSON.parse(stdout) as { key: string; id: string; name: string };
 
 describe("apikey --rate-limit", () => {
-  const stores: (() => void)[] = [];
-  afterEach(() => stores.splice(0).forEach((cleanup) => cleanup()));
-  const fresh = () => {
-    const s = cliWithStore();
-    stores.push(s.cleanup);
-    return s;
-  };
+  const fresh = freshStores();
 
   it("stores the limits; --list --json, the pipe format and GraphQL show them", async () => {
     const { cli, store } = fresh();
