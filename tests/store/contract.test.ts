@@ -385,6 +385,16 @@ describe.each(Object.keys(backends))("key store contract on %s", (kind) => {
     await other.close();
   });
 
+  it("changes of one webhook endpoint through two instances at once all hold: a disable never drops a rotated secret", async () => {
+    const other = await backend.open();
+    for (let round = 0; round < 5; round++) {
+      const { endpoint } = await store.webhooks!.add({ url: `https://hooks.example.com/r${round}` });
+      const [, rotated] = await Promise.all([other.webhooks!.update(endpoint.id, { disabled: true }), store.webhooks!.rotateSecret(endpoint.id, 0)]);
+      expect(await other.webhooks!.get(endpoint.id)).toMatchObject({ disabled: true });
+      expect(await other.webhooks!.signingSecrets(endpoint.id)).toEqual([rotated.secret]); // the secret shown once signs
+    }
+  });
+
   it("a webhook lease is held by one instance at a time, renewed by its holder, and taken over once it lapses", async () => {
     const others = await Promise.all(Array.from({ length: 6 }, () => backend.open()));
     const held = await Promise.all(others.map((s, i) => s.webhooks!.lease.hold("webhook:wh_x", `owner${i}`, 60_000)));

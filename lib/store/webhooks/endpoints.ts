@@ -102,6 +102,8 @@ export function createWebhookStore(storage: Storage, atomic: AtomicIndex, now: (
     return Array.isArray(kept) ? kept.filter((id): id is string => typeof id === "string" && ID.test(id)) : [];
   };
   const editIndex = (edit: (ids: string[]) => string[]) => atomic.exclusive(INDEX, async () => void (await storage.setItem(INDEX, edit(await ids()) as never)));
+  /** One change of endpoint `id` at a time (the worker disabling it, a rotation, a removal), each on what the last left. */
+  const locked = <T>(id: string, change: () => Promise<T>) => atomic.exclusive(`webhooks:${id}`, change);
   const must = async (id: string) => {
     const found = await read(id);
     if (!found) throw new ServiceError("NOT_FOUND", `No webhook endpoint with id ${id}`);
@@ -132,7 +134,7 @@ export function createWebhookStore(storage: Storage, atomic: AtomicIndex, now: (
       const found = await read(id);
       return found && publicOf(found);
     },
-    async update(id, patch) {
+    update: (id, patch) => locked(id, async () => {
       const found = await must(id);
       const allowPrivate = patch.allowPrivate ?? found.allowPrivate;
       const next: StoredEndpoint = {
@@ -146,16 +148,16 @@ export function createWebhookStore(storage: Storage, atomic: AtomicIndex, now: (
       };
       await storage.setItem(`webhooks:${id}`, JSON.parse(JSON.stringify(next)));
       return publicOf(next);
-    },
-    async remove(id) {
+    }),
+    remove: (id) => locked(id, async () => {
       const found = await read(id);
       if (!found) return null;
       await editIndex((all) => all.filter((other) => other !== id));
       await storage.removeItem(`webhooks:${id}`);
       await storage.removeItem(`webhook-state:${id}`);
       return publicOf(found);
-    },
-    async rotateSecret(id, graceMs = DEFAULT_GRACE_MS) {
+    }),
+    rotateSecret: (id, graceMs = DEFAULT_GRACE_MS) => locked(id, async () => {
       if (!(graceMs >= 0 && graceMs <= MAX_GRACE_MS)) throw new ServiceError("INVALID_INPUT", "The grace period of a signing secret is at most 7 days");
       const found = await must(id);
       const secret = newSigningSecret();
@@ -163,7 +165,7 @@ export function createWebhookStore(storage: Storage, atomic: AtomicIndex, now: (
       const old = graceMs > 0 ? [{ sealed: found.secrets[0].sealed, until }] : [];
       await storage.setItem(`webhooks:${id}`, { ...found, secrets: [{ sealed: await box.seal(secret) }, ...old] } as never);
       return { endpoint: publicOf(found), secret, ...(old.length ? { oldUntil: new Date(until).toISOString() } : {}) };
-    },
+    }),
     async signingSecrets(id) {
       const { secrets } = await must(id);
       const live = secrets.filter((s, i) => i === 0 || (s.until ?? 0) > now());
