@@ -17,7 +17,7 @@ type Pair = readonly [pair: string, resource: Resource, action: AuthAction];
 export type Requirement = readonly Pair[] | { problem: string };
 
 /** The longest requirement text read: every pair there is (29 resources, 8 actions) fits in it. */
-export const MAX_REQUIREMENT_CHARS = 8_192;
+const MAX_REQUIREMENT_CHARS = 8_192;
 const FORM = "RESOURCE:ACTION, several comma-separated (all needed), like DOCKER:READ_ANY,VMS:UPDATE_ANY";
 const NONE: Requirement = Object.freeze([]);
 const remembered = createLru<string, Requirement>(512);

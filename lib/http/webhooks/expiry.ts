@@ -15,7 +15,7 @@ import { wants } from "../../store/webhooks/backlog.ts";
 import { type DeliveryState, record } from "../../store/webhooks/state.ts";
 import type { SendResult } from "./send.ts";
 
-export const DEFAULT_NOTIFY_BEFORE_MS = 7 * 24 * 3_600_000;
+const DEFAULT_NOTIFY_BEFORE_MS = 7 * 24 * 3_600_000;
 /** How often an endpoint's holder looks at the keys' expiries. */
 export const EXPIRY_LOOK_MS = 60_000;
 
@@ -28,7 +28,7 @@ function messageFor(kind: Kind, key: ApiKeyInfo, now: number): WebhookMessage {
 }
 
 /** The messages due for `keys` that `state` has not told of, and the notified map without keys gone. */
-export function expiryMessages(keys: readonly ApiKeyInfo[], endpoint: WebhookEndpoint, state: DeliveryState, now: number): WebhookMessage[] {
+function expiryMessages(keys: readonly ApiKeyInfo[], endpoint: WebhookEndpoint, state: DeliveryState, now: number): WebhookMessage[] {
   const before = endpoint.notifyBeforeMs ?? DEFAULT_NOTIFY_BEFORE_MS;
   const notified = state.notified ?? {};
   const due: WebhookMessage[] = [];

@@ -13,7 +13,7 @@ import { signWebhook } from "../../core/webhook-signature.ts";
 import type { WebhookMessage } from "../../store/webhooks/events.ts";
 import { VERSION } from "../../core/version.ts";
 
-export const ATTEMPT_TIMEOUT_MS = 10_000;
+const ATTEMPT_TIMEOUT_MS = 10_000;
 const MAX_ANSWER_BYTES = 4_096;
 
 export interface SendResult {
