@@ -224,7 +224,7 @@ export async function startSentinelGroup(name = "main", sentinelPassword?: strin
       writeFileSync(config, [
         `port ${port}`, "bind 127.0.0.1", `dir ${dir}`,
         `sentinel monitor ${name} 127.0.0.1 ${master.port} 2`,
-        `sentinel down-after-milliseconds ${name} 2000`,
+        `sentinel down-after-milliseconds ${name} 10000`, // the tests fail over on purpose; a stalled machine must not
         `sentinel failover-timeout ${name} 10000`,
         ...(sentinelPassword ? [`requirepass ${sentinelPassword}`, `sentinel sentinel-pass ${sentinelPassword}`] : []),
       ].join("\n") + "\n");

@@ -92,6 +92,7 @@ describe.each(Object.keys(layouts))("a store written before, on %s", (kind) => {
     const capped = await before.create(input("capped", { roles: ["ADMIN"], credits: { remaining: 4 } }));
     const limited = await before.create(input("limited", { rateLimits: [{ limit: 3, durationMs: 3_600_000 }] }));
     const replaced = await before.create(input("replaced"));
+    await new Promise((tick) => setTimeout(tick, 2)); // not the same millisecond: the listing orders the two by creation
     const replacing = await before.create(input("replaced"), { overwrite: true, graceMs: GRACE_MS });
     const cappedNew = await rotateAsBefore(raw.storage, capped.id);
     const limitedNew = await rotateAsBefore(raw.storage, limited.id);

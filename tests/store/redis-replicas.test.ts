@@ -33,8 +33,8 @@ describe("a Redis master with a replica", () => {
     const { body: listed } = await gql(server.url, "{ apiKeys { id name } }", { key: admin });
     const graphqlId = listed.data.apiKeys.find((k: { name: string }) => k.name === "via graphql").id;
 
-    // The replica sleeps 12 s: long enough for every change below to start and wait its 2 s in vain.
-    const asleep = redisCommand(replica.port, "DEBUG SLEEP 12", 30_000);
+    // The replica sleeps 30 s: long enough for every change below to start and wait its 2 s in vain, also on a loaded machine.
+    const asleep = redisCommand(replica.port, "DEBUG SLEEP 30", 45_000);
     try {
       const [deleted, disabled, rotated, answer] = await Promise.all([
         cli("apikey", "--delete", "--name", "to delete"),
