@@ -25,6 +25,11 @@ describe("webhook targets", () => {
       expect(isPrivateAddress(a), a).toBe(true);
     }
     for (const a of ["8.8.8.8", "172.32.0.1", "93.184.216.34", "2606:4700::1111"]) expect(isPrivateAddress(a), a).toBe(false);
+    // Reserved, deprecated and IPv4-embedding IPv6 forms are no public receiver either.
+    for (const a of ["::7f00:1", "::a00:1", "fec0::1", "100::1", "2001:db8::1", "64:ff9b::a00:1", "2002:a00:1::1", "not an address"]) {
+      expect(isPrivateAddress(a), a).toBe(true);
+    }
+    expect(() => checkEndpointUrl("https://[::7f00:1]/hook")).toThrow(/--allow-private/);
   });
 
   it("decides on the address connected to: a public name that resolves to a private or loopback address is refused", () => {
