@@ -28,8 +28,10 @@ async function main(argv: string[]): Promise<Output> {
     const { renderHelp, renderModeHelp } = await import("./lib/cli/help.ts");
     const global = [...GLOBAL_OPTIONS, ...HELP_OPTIONS];
     // `apikey --rotate --help`: that mode's flags only, a screenful instead of the whole reference.
-    const mode = named ? options.find((word) => /^--[a-z]+$/.test(word) && word !== "--help") : undefined;
-    const modeHelp = named && mode ? renderModeHelp(named, commands[named], mode.slice(2), global) : undefined;
+    // The mode is whichever flag names one (`apikey --json --rotate --help`, `webhook --rotate-secret --help`).
+    const modeHelp = named
+      ? options.filter((word) => /^--[a-z][a-z-]*$/.test(word)).map((word) => renderModeHelp(named, commands[named], word.slice(2), global)).find(Boolean)
+      : undefined;
     return { stdout: modeHelp ?? renderHelp(commands, global, named), exitCode: 0 };
   }
   if (options.includes("-v") || options.includes("--version")) return { stdout: `${VERSION}\n`, exitCode: 0 };

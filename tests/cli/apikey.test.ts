@@ -325,6 +325,14 @@ describe("usage", () => {
     expect(help.stdout).toContain("docs/cli.md");
   });
 
+  it("finds the mode among other flags and in hyphenated modes: apikey --json --rotate --help, webhook --rotate-secret --help", async () => {
+    const rotate = await runCli(["apikey", "--json", "--name", "x", "--rotate", "--help"]);
+    expect(rotate.stdout).toMatch(/^service-api apikey --rotate: /);
+    const secret = await runCli(["webhook", "--rotate-secret", "--help"]);
+    expect(secret.stdout).toMatch(/^service-api webhook --rotate-secret: /);
+    expect(secret.stdout.split("\n").length).toBeLessThan(40);
+  });
+
   it("writes every value in angle brackets, --rate-limit's and --credits' too", async () => {
     const help = (await runCli(["apikey", "--help"])).stdout;
     expect(help).toMatch(/^ {2}--rate-limit <limits> /m);
