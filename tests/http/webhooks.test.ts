@@ -77,7 +77,7 @@ describe("webhooks", () => {
     expect(got.some((r) => r.body.includes(key.key) || r.body.includes("sapi_"))).toBe(false);
     const deliveries = await cli("webhook", "--deliveries", endpoint.id, "--json");
     expect(JSON.parse(deliveries.stdout)).toEqual(expect.arrayContaining([expect.objectContaining({ type: "key.created", ok: true, status: 204 })]));
-  });
+  }, 60_000);
 
   it("a key expiring within --notify-before is told of once as key.expiring", async () => {
     const { cli, receiver, serve } = await setUp("--notify-before", "3d", "--events", "key.expiring");
@@ -86,7 +86,7 @@ describe("webhooks", () => {
     await serve();
     await receiver.waitFor(() => receiver.delivered().length >= 1, "key.expiring");
     expect(receiver.requests).toEqual([expect.objectContaining({ type: "key.expiring", verified: true, data: expect.objectContaining({ name: "short lived" }) })]);
-  });
+  }, 60_000);
 
   it("an endpoint gets only the event types it asked for; a key revoked by --scan --revoke is key.leaked", async () => {
     const { cli, receiver, serve, store } = await setUp("--events", "key.deleted,key.leaked");
@@ -101,7 +101,7 @@ describe("webhooks", () => {
     await receiver.waitFor(() => receiver.delivered().length >= 2, "the delete and the leak");
     expect(receiver.requests.map((r) => r.type)).toEqual(["key.deleted", "key.leaked"]);
     expect(receiver.requests[1].data).toMatchObject({ id: leaked.id, name: "second", reason: expect.stringContaining("config.env") });
-  });
+  }, 60_000);
 
   it("while the receiver fails, events wait and are retried with the same webhook-id; once it answers, all arrive in order", async () => {
     const { cli, receiver, serve } = await setUp();
@@ -175,7 +175,7 @@ describe("webhooks", () => {
     const newest = again.stdout.trim();
     expect((await cli("webhook", "--test", endpoint.id)).code).toBe(0);
     expect([verifies(secret, receiver.requests[1]), verifies(newest, receiver.requests[1])]).toEqual([false, true]);
-  });
+  }, 60_000);
 
   it("--server acts on a running service over GraphQL with the key in SERVICE_API_KEY; the endpoint it adds gets the events", async () => {
     const { cli, receiver, serve } = await setUp();
@@ -229,5 +229,25 @@ describe("webhooks", () => {
     const memory = await runCli(["webhook", "--add", "--url", "https://example.com/", "--store", "memory:", "--json"]);
     expect(memory.code).toBe(2);
     expect(JSON.parse(memory.stdout).error).toMatch(/memory: keeps webhooks only inside one process/);
+  });
+
+  it("refuses flags its mode ignores and an update that changes nothing (exit 2, nothing changed), and takes --grace 0s as no grace", async () => {
+    const tmp = tempDir();
+    cleanups.push(tmp.cleanup);
+    const cli = (...args: string[]) => runCli([...args, "--store", join(tmp.dir, "keys"), "--json"]);
+    const added = JSON.parse((await cli("webhook", "--add", "--url", "https://hooks.example.com/in")).stdout);
+    for (const [args, words] of [
+      [["--add", "--url", "https://hooks.example.com/two", "--disable"], /--enable and --disable go with --update/],
+      [["--remove", added.id, "--allow-private"], /--allow-private goes with --add or --update/],
+      [["--update", added.id], /--update needs something to change/],
+    ] as const) {
+      const result = await cli("webhook", ...args);
+      expect(result.code, args.join(" ")).toBe(2);
+      expect(JSON.parse(result.stdout).error).toMatch(words);
+    }
+    expect(JSON.parse((await cli("webhook", "--list")).stdout)).toMatchObject([{ id: added.id, url: "https://hooks.example.com/in" }]);
+    const rotated = await cli("webhook", "--rotate-secret", added.id, "--grace", "0s");
+    expect(rotated.code, rotated.stdout).toBe(0);
+    expect(JSON.parse(rotated.stdout).oldSecretUntil).toBeUndefined();
   });
 });

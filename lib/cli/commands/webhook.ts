@@ -57,6 +57,12 @@ function chooseMode(flags: WebhookFlags): (typeof MODES)[number] {
   }
   if (flags.grace !== undefined && mode !== "rotateSecret") throw new ServiceError("USAGE", "--grace goes with --rotate-secret");
   if (flags.enable && flags.disable) throw new ServiceError("USAGE", "Use --enable or --disable, not both");
+  if ((flags.enable || flags.disable) && mode !== "update") throw new ServiceError("USAGE", "--enable and --disable go with --update <id>");
+  if (flags.allowPrivate && mode !== "add" && mode !== "update") throw new ServiceError("USAGE", "--allow-private goes with --add or --update");
+  const changes = [flags.url, flags.events, flags.description, flags.notifyBefore, flags.allowPrivate || undefined, flags.enable || undefined, flags.disable || undefined];
+  if (mode === "update" && changes.every((value) => value === undefined)) {
+    throw new ServiceError("USAGE", "--update needs something to change: --url, --events, --description, --notify-before, --allow-private, --enable or --disable");
+  }
   return mode;
 }
 
@@ -89,7 +95,7 @@ export async function runWebhook(flags: WebhookFlags, hooks: Webhooks): Promise<
     return json ? { stdout: jsonLine({ removed: 1, id }), exitCode: 0 } : { stdout: `Removed webhook endpoint ${id}\n`, exitCode: 0 };
   }
   if (mode === "rotateSecret") {
-    const graceMs = flags.grace === undefined ? undefined : /^0+$/.test(String(flags.grace).trim()) ? 0 : parseDuration(String(flags.grace), "--grace");
+    const graceMs = flags.grace === undefined ? undefined : /^0+(ms|s|m|h|d|w)?$/.test(String(flags.grace).trim()) ? 0 : parseDuration(String(flags.grace), "--grace");
     const { endpoint, secret, oldUntil } = await hooks.rotateSecret(id, graceMs);
     if (json) return { stdout: jsonLine({ id: endpoint.id, secret, ...(oldUntil ? { oldSecretUntil: oldUntil } : {}) }), exitCode: 0 };
     const old = oldUntil ? `The old secret signs too until ${oldUntil}.` : "The old secret signs no more.";
