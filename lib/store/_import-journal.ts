@@ -127,7 +127,8 @@ async function rollBack(ctx: StoreContext, journal: ImportJournal, restore: Rest
     if (now && ((await live(now)) || (await inGrace(now)))) continue; // never removed
     if (!(await restore(record).catch(() => false))) lost.push(`'${record.name}' (${record.id})`);
   }
-  await ctx.atomic.take(JOURNAL);
+  // Only this journal: a process that took it over meanwhile keeps its own.
+  await ctx.atomic.takeIf(JOURNAL, textOf(journal));
   await ctx.storage.removeItem(BEAT);
   return lost.length ? `The keys it replaced could not all be put back: ${lost.join(", ")}` : undefined;
 }
@@ -141,7 +142,11 @@ export async function recoverImport(ctx: StoreContext, restore: Restore, change:
   if (!found) return true;
   if (!(await dead(ctx, found.journal))) return false;
   const mine: ImportJournal = { ...found.journal, pid: process.pid, host: hostname(), at: new Date(ctx.now()).toISOString() };
-  if (ctx.atomic.swapIf && !(await ctx.atomic.swapIf(JOURNAL, found.text, textOf(mine)))) return false;
+  // One process takes it over: a compare-and-swap, or where the index has none, take the one read and claim anew.
+  const swapped = ctx.atomic.swapIf
+    ? await ctx.atomic.swapIf(JOURNAL, found.text, textOf(mine))
+    : (await ctx.atomic.takeIf(JOURNAL, found.text)) && (await ctx.atomic.claim(JOURNAL, textOf(mine)));
+  if (!swapped) return false;
   ctx.debug(`store: rolling back the import of ${mine.keys.length} keys that process ${found.journal.pid} on ${found.journal.host} left unfinished`);
   const lost = await rollBack(ctx, mine, restore, change);
   if (lost) ctx.debug(`store: ${lost}`);
@@ -192,9 +197,11 @@ export async function beginImport(ctx: StoreContext, keys: JournalKey[], replace
       text = next;
     },
     async finish() {
-      clearInterval(timer);
-      await ctx.atomic.take(JOURNAL);
+      const ours = await ctx.atomic.takeIf(JOURNAL, text);
       await stop();
+      if (!ours) {
+        throw new ServiceError("STORE_UNAVAILABLE", "Key store unavailable: the import's journal was taken over by another process, which rolls the import back (its heartbeat stopped for 60 s). Run the import again");
+      }
     },
     async rollBack(change) {
       clearInterval(timer);

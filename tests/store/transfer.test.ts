@@ -220,6 +220,23 @@ describe("export and import", () => {
     expect((await target.verify(made.key))?.name).toBe("rotated"); // the old secret works until its grace ends
   });
 
+  it("never takes a journal another process took over: the import fails and that process's journal stays", async () => {
+    const from = createKeyStore();
+    for (let i = 0; i < 3; i++) await from.create({ name: `key ${i}`, roles: ["GUEST"], permissions: [] });
+    const keys = parseExport(text(exportLines(await from.exportRecords()))).keys;
+    const storage = createStorage();
+    const atomic = createLocalAtomicIndex(storage);
+    const log = createMemoryAuditLog();
+    const foreign = "import taken over by another process";
+    // Once its events are written, another process takes the journal over (as it does after 60 s without a heartbeat).
+    const audit = { ...log, append: async (event: AuditEvent) => (event.action === "import" && (await atomic.swap("meta:import", foreign)), log.append(event)) };
+    const target = createKeyStore({ storage, atomic, audit });
+    const refused = await refusal(target.importRecords(keys));
+    expect(refused).toMatchObject({ code: "STORE_UNAVAILABLE", message: expect.stringMatching(/taken over by another process/) });
+    expect(await storage.getItem("meta:import")).toBe(foreign);
+    expect(await target.list()).toEqual([]); // rolled back here too: nothing of it is a key
+  });
+
   it("runs one import at a time: a second one while the first runs is refused and changes nothing", async () => {
     let paused!: () => void;
     const pause = new Promise<void>((resume) => (paused = resume));
