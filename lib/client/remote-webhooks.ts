@@ -49,7 +49,7 @@ export const openRemoteWebhooks = (url: string, env: Record<string, string | und
   createRemoteWebhooks(openRemoteClient(url, env, "--server"));
 
 /** The webhook operations of the service `client` talks to. */
-export function createRemoteWebhooks(client: Client): RemoteWebhooks {
+function createRemoteWebhooks(client: Client): RemoteWebhooks {
   const mutate = async <T>(field: string, args: string, variables: Record<string, unknown>, selection: string, schema: v.GenericSchema<unknown, T>) =>
     (await client.request(`mutation (${args}) { webhook { ${field} ${selection} } }`, variables, v.object({ webhook: v.object({ [field]: schema }) })))
       .webhook[field] as T;

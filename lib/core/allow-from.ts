@@ -17,7 +17,7 @@ import { redactSecrets } from "./secret.ts";
 
 /** Entries one key may have: enough for a few sites, few enough to check on every request. */
 export const ALLOW_FROM_MAX = 32;
-export const ALLOW_FROM_FORM = "IP addresses or CIDR blocks, comma-separated, like 192.0.2.7,10.0.0.0/8,2001:db8::/32 (or any)";
+const ALLOW_FROM_FORM = "IP addresses or CIDR blocks, comma-separated, like 192.0.2.7,10.0.0.0/8,2001:db8::/32 (or any)";
 
 type Address = ipaddr.IPv4 | ipaddr.IPv6;
 type Block = [Address, number];

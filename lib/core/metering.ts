@@ -28,7 +28,7 @@ export interface Metering {
 const PERIOD: Record<RefillInterval, number> = { day: 1, month: 31 };
 
 /** What `given` (credits: null or absent for none) needs so as not to exceed `caller`'s credits, or []. */
-export function creditEscalation(caller: Credits | null | undefined, given: Credits | null | undefined): string[] {
+function creditEscalation(caller: Credits | null | undefined, given: Credits | null | undefined): string[] {
   if (!caller) return [];
   const needs = !given || given.remaining > caller.remaining ? [`credits, at most the ${caller.remaining} this key has left`] : [];
   const refill = given?.refill;
@@ -45,7 +45,7 @@ export function creditEscalation(caller: Credits | null | undefined, given: Cred
  * `own`: the caller sets its own limits, whose counts are kept per window length, so each of its limits
  * must be matched over the very same window (a longer one would start an empty count, a fresh allowance).
  */
-export function rateLimitEscalation(caller: readonly RateLimit[] | null | undefined, given: readonly RateLimit[] | null | undefined, own = false): string[] {
+function rateLimitEscalation(caller: readonly RateLimit[] | null | undefined, given: readonly RateLimit[] | null | undefined, own = false): string[] {
   const window = (l: RateLimit, mine: RateLimit) => own ? l.durationMs === mine.durationMs : l.durationMs >= mine.durationMs;
   const unmatched = (caller ?? []).filter((mine) => !(given ?? []).some((l) => l.limit <= mine.limit && window(l, mine)));
   return unmatched.map((mine) =>

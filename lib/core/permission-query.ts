@@ -17,9 +17,9 @@ export type PermissionQuery =
   | { and: PermissionQuery[] }
   | { or: PermissionQuery[] };
 
-export const MAX_QUERY_CHARS = 1_000;
+const MAX_QUERY_CHARS = 1_000;
 const MAX_DEPTH = 16;
-export const QUERY_FORM = "RESOURCE:ACTION names joined by AND and OR, grouped with parentheses, like DOCKER:READ_ANY AND (VMS:READ_ANY OR VMS:UPDATE_ANY)";
+const QUERY_FORM = "RESOURCE:ACTION names joined by AND and OR, grouped with parentheses, like DOCKER:READ_ANY AND (VMS:READ_ANY OR VMS:UPDATE_ANY)";
 
 const invalid = (why: string) => new ServiceError("INVALID_INPUT", `Invalid permission query: ${why}; use ${QUERY_FORM}`);
 

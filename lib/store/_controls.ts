@@ -12,7 +12,7 @@ import type { CreditCounter, CreditVerdict } from "./credit-counter.ts";
 import type { RateLimiter, RateVerdict } from "./rate-limiter.ts";
 import type { VerifiedKey } from "./types.ts";
 
-export type UseCode = "VALID" | "RATE_LIMITED" | "USAGE_EXCEEDED";
+type UseCode = "VALID" | "RATE_LIMITED" | "USAGE_EXCEEDED";
 
 /** The decision on one use: its code, the limits' verdict (a key with limits) and the credit's (a key with credits whose limits allowed it). */
 export interface UseVerdict {

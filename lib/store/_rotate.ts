@@ -79,9 +79,9 @@ export function createRotate(ctx: StoreContext) {
       }
       await bumpRevision();
       // The earlier old secret this ends, if it still worked: read under the lock, so it is this rotation's to report.
-      const ended = earlier && earlier.hash !== next.hash && untilOf(earlier.until) > now() ? { until: earlier.until } : null;
+      const ended = earlier && untilOf(earlier.until) > now() ? { until: earlier.until } : null;
       // A secret that comes back after a rotation is a sign of a leak: each one that stops is retired.
-      if (earlier && earlier.hash !== next.hash) await entries.endRetiring(old, earlier);
+      if (earlier) await entries.endRetiring(old, earlier);
       if (!until) await entries.endRetiring(old, { hash: old.hash, until: iso(now()) });
       debug(`rotate: key ${id} has a new secret${until ? `; the old one works until ${until}` : ""}${earlier ? "; the earlier old one stopped" : ""}`);
       return { ...publicView(next, false, now()), key: secret, ended };

@@ -13,7 +13,7 @@ export const REPLICA_WAIT_MS = 2_000;
 const field = (info: string, name: string) => new RegExp(`^${name}:(.*)$`, "m").exec(info)?.[1]?.trim();
 const refused = (error: unknown) => /NOPERM|unknown command|disabled/i.test(error instanceof Error ? error.message : String(error));
 
-export const NO_AOF_WARNING =
+const NO_AOF_WARNING =
   "AOF is off: a key deleted, disabled or rotated after the last RDB snapshot comes back when Redis restarts. " +
   "Turn it on (appendonly yes); see docs/operations.md#redis-persistence";
 

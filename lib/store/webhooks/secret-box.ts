@@ -12,13 +12,12 @@
 import type { Storage } from "unstorage";
 import { ServiceError } from "../../core/errors.ts";
 import { sha256Hex } from "../../core/secret.ts";
+import { fromBase64, toBase64 } from "../../core/webhook-signature.ts";
 import type { AtomicIndex } from "../atomic.ts";
 
 const KEY_ENTRY = "meta:webhook-key";
-export const WEBHOOK_KEY_VARIABLE = "SERVICE_API_WEBHOOK_KEY";
+const WEBHOOK_KEY_VARIABLE = "SERVICE_API_WEBHOOK_KEY";
 
-const toBase64 = (bytes: Uint8Array) => btoa(String.fromCharCode(...bytes));
-const fromBase64 = (text: string) => Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
 const hexBytes = (hex: string) => Uint8Array.from(hex.match(/../g)!, (h) => parseInt(h, 16));
 
 export interface SecretBox {

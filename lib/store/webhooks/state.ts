@@ -8,9 +8,9 @@
  */
 
 /** How far before the cursor each read of the trail starts (several times the trail's clock skew). */
-export const LOOKBACK_MS = 5_000;
+const LOOKBACK_MS = 5_000;
 /** The attempts kept for `--deliveries`. */
-export const KEPT_ATTEMPTS = 20;
+const KEPT_ATTEMPTS = 20;
 
 export interface DeliveryAttempt {
   /** The message (`webhook-id`) and its event type. */
