@@ -98,7 +98,7 @@ const schemas = {
         required: ["valid", "code"],
         properties: {
           valid: { type: "boolean" },
-          code: { enum: ["VALID", "NOT_FOUND", "INSUFFICIENT_PERMISSIONS", "USAGE_EXCEEDED", "RATE_LIMITED", "DISABLED", "EXPIRED"] },
+          code: { enum: ["VALID", "NOT_FOUND", "FORBIDDEN", "INSUFFICIENT_PERMISSIONS", "USAGE_EXCEEDED", "RATE_LIMITED", "DISABLED", "EXPIRED"] },
           keyId: { type: "string" },
           name: { type: "string" },
           expires: { type: "integer", description: "Unix time in milliseconds" },

@@ -80,7 +80,9 @@ function readBody(text: string): VerifyRequest | string {
 
 /** Our verification as Unkey's `data`; `key`: the key as verified (its limits' windows, its secret's end), when it was. */
 function unkeyData(v: KeyVerification, key: VerifiedKey | null, checked: boolean) {
-  const data: Record<string, unknown> = { valid: v.valid, code: v.code };
+  // Unkey's code for a key refused by where the request comes from; this route is told no client address,
+  // so a key with an IP allow-list fails closed here.
+  const data: Record<string, unknown> = { valid: v.valid, code: v.code === "IP_NOT_ALLOWED" ? "FORBIDDEN" : v.code };
   if (v.id === null) return data;
   data.keyId = v.id;
   data.name = v.name;

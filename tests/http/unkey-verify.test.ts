@@ -81,6 +81,11 @@ describe("Unkey's SDK against /v2/keys.verifyKey", () => {
     }
   });
 
+  it("says FORBIDDEN for a key with an IP allow-list: the route is not told the client's address, so it fails closed", async () => {
+    const fenced = await store.create(input("fenced", { allowFrom: ["203.0.113.0/24"] }));
+    expect((await unkey.keys.verifyKey({ key: fenced.key })).data).toMatchObject({ valid: false, code: "FORBIDDEN", keyId: fenced.id });
+  });
+
   it("gives expires for a secret that stops at a known time: a rotation's old one, an overwrite's key in grace, the earliest end", async () => {
     const data = async (key: string) => (await unkey.keys.verifyKey({ key })).data;
     const expiresAt = new Date(clock + 3_600_000).toISOString();
@@ -146,7 +151,7 @@ describe("the OpenAPI document", () => {
     expect(Object.keys(served.paths["/auth"].get.responses)).toEqual(["200", "400", "401", "403", "429", "503"]);
     expect(Object.keys(served.paths["/v2/keys.verifyKey"].post.responses)).toEqual(["200", "400", "401", "403", "405", "413", "429", "503"]);
     expect(served.components.schemas.VerifyKeyResponse.properties.data.properties.code.enum).toEqual(
-      ["VALID", "NOT_FOUND", "INSUFFICIENT_PERMISSIONS", "USAGE_EXCEEDED", "RATE_LIMITED", "DISABLED", "EXPIRED"],
+      ["VALID", "NOT_FOUND", "FORBIDDEN", "INSUFFICIENT_PERMISSIONS", "USAGE_EXCEEDED", "RATE_LIMITED", "DISABLED", "EXPIRED"],
     );
   });
 });
