@@ -11,6 +11,7 @@
  */
 import type { Storage } from "unstorage";
 import { ServiceError } from "../../core/errors.ts";
+import { guard } from "../_guard.ts";
 import { checkEndpointUrl } from "../../core/webhook-target.ts";
 import { newSigningSecret } from "../../core/webhook-signature.ts";
 import type { AtomicIndex } from "../atomic.ts";
@@ -109,7 +110,7 @@ export function createWebhookStore(storage: Storage, atomic: AtomicIndex, now: (
     if (!found) throw new ServiceError("NOT_FOUND", `No webhook endpoint with id ${id}`);
     return found;
   };
-  return {
+  return guarded({
     async add(input) {
       const allowPrivate = input.allowPrivate || undefined;
       const url = checkEndpointUrl(input.url, { allowPrivate });
@@ -179,5 +180,22 @@ export function createWebhookStore(storage: Storage, atomic: AtomicIndex, now: (
     },
     saveState: (id, state) => storage.setItem(`webhook-state:${id}`, state as never),
     lease: createLease(atomic, (key) => storage.getItem(key), now),
+  });
+}
+
+/** `hooks` with what each method throws reported as the store's errors are (STORE_UNAVAILABLE naming what failed). */
+function guarded(hooks: WebhookStore): WebhookStore {
+  const wrap = <A extends unknown[], R>(what: string, fn: (...args: A) => Promise<R>) => (...args: A) => guard(what, () => fn(...args));
+  return {
+    add: wrap("add a webhook endpoint", hooks.add),
+    list: wrap("list the webhook endpoints", hooks.list),
+    get: wrap("read a webhook endpoint", hooks.get),
+    update: wrap("update a webhook endpoint", hooks.update),
+    remove: wrap("remove a webhook endpoint", hooks.remove),
+    rotateSecret: wrap("rotate a webhook endpoint's secret", hooks.rotateSecret),
+    signingSecrets: wrap("read a webhook endpoint's secrets", hooks.signingSecrets),
+    state: wrap("read a webhook endpoint's deliveries", hooks.state),
+    saveState: wrap("record a webhook endpoint's deliveries", hooks.saveState),
+    lease: hooks.lease,
   };
 }
