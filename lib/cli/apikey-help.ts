@@ -7,6 +7,7 @@ import { CONTROL_OPTIONS } from "./credits.ts";
 
 /** Everything of the `apikey` command but its `run`. */
 export const APIKEY_HELP: Omit<CommandDef<object>, "run"> = {
+  remote: "--url",
   description: "Create, delete, update, rotate, disable or list API keys, read their use and audit trail, move them between stores, and find leaked ones",
   usage: [
     "service-api apikey --create --name <name> [-r <roles>] [-p <perms>] [--preset <name>] [-d <text>] [--expires-in <dur> | --expires-at <time>] [--rate-limit <n/dur,...>] [--credits <n> [--refill <n/day|month>]] [--allow-from <cidrs>] [--overwrite [--grace <dur>] | --if-not-exists] [--dry-run] [--json | --format env] [--output <file> [--force]]",

@@ -57,6 +57,8 @@ export interface CommandDef<Flags> {
   usage?: readonly string[];
   options: readonly OptionDef[];
   examples: readonly string[];
+  /** The flag that points the command at a running service instead of a store (one mode's help lists it). */
+  remote?: string;
   /**
    * Runs the command with the flags lib/cli/argv.ts parsed: camelCase long names, values as typed, and a
    * command argument under its name (`completion <shell>`: `shell`). A method, so any command's def fits

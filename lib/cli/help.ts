@@ -82,7 +82,7 @@ export function renderModeHelp(name: string, command: CommandDef<object>, mode: 
   const named = new Set(usage.join(" ").match(/(?<![\w-])--?[a-z][\w-]*/g));
   const flagsOf = (def: OptionDef) => def.flag.match(/(?<![\w-])--?[a-z][\w-]*/g) ?? [];
   const own = command.options.filter((def) => def !== modeDef && flagsOf(def).some((flag) => named.has(flag)));
-  const remote = command.options.filter((def) => def.flag.startsWith("--url ") && !own.includes(def));
+  const remote = command.remote ? command.options.filter((def) => def.flag.startsWith(`${command.remote} `) && !own.includes(def)) : [];
   const examples = command.examples.filter((line) => line.includes(` --${mode}`));
   const lines = [
     wrap(`service-api ${name} --${mode}: ${modeDef.help}`, 2),

@@ -331,6 +331,11 @@ describe("usage", () => {
     const secret = await runCli(["webhook", "--rotate-secret", "--help"]);
     expect(secret.stdout).toMatch(/^service-api webhook --rotate-secret: /);
     expect(secret.stdout.split("\n").length).toBeLessThan(40);
+    // Each command names its own remote flag: webhook's --url is the endpoint's, its remote one --server.
+    const list = (await runCli(["webhook", "--list", "--help"])).stdout;
+    expect(list).toMatch(/^ {2}--server <url> /m);
+    expect(list).not.toMatch(/^ {2}--url /m);
+    expect((await runCli(["apikey", "--rotate", "--help"])).stdout).toMatch(/^ {2}--url <base_url> /m);
   });
 
   it("writes every value in angle brackets, --rate-limit's and --credits' too", async () => {

@@ -153,6 +153,7 @@ export async function run(flags: WebhookFlags, io: CommandIO): Promise<Output> {
 /** `service-api webhook`: flags, help text and `run`. */
 export const command: CommandDef<WebhookFlags> = {
   description: "Send signed events (Standard Webhooks) to your endpoints for every key change",
+  remote: "--server",
   usage: [
     "service-api webhook --add --url <url> [--events <type,...>] [--description <text>] [--notify-before <dur>] [--allow-private] [--json]",
     "service-api webhook --list [--json]",
